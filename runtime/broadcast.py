@@ -1,0 +1,194 @@
+"""Undoing broadcasting and reductions in an adjoint.
+
+``unbroadcast(g, like)`` sums an adjoint over the axes that broadcasting
+added to ``like``; ``unreduce(g, x, axis, keepdims)`` spreads the adjoint of a
+reduction back over the reduced axes:
+
+    >>> import numpy as np
+    >>> unbroadcast(np.ones((2, 3)), np.zeros(3))
+    array([2., 2., 2.])
+    >>> unreduce(np.array([1.0, 2.0]), np.zeros((2, 3)), 1, False)
+    array([[1., 1., 1.],
+           [2., 2., 2.]])
+
+Each function is plain NumPy here and has a Numba implementation chosen
+from the argument types at compile time, so generated code calls the same
+name in both targets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.core import types
+from numba.core.extending import overload, register_jitable
+
+__all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps"]
+
+
+def unbroadcast(g, like):
+    """Sum ``g`` down to the shape of ``like`` (a scalar or an array).
+
+    >>> unbroadcast(np.ones((4, 1, 3)), np.zeros((2, 1)))
+    array([[6.],
+           [6.]])
+    """
+    shape = np.shape(like)
+    if not shape:
+        return np.sum(g) if np.ndim(g) else g
+    if np.ndim(g) == 0:
+        return np.full(shape, g)
+    g = np.asarray(g)
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    for axis, size in enumerate(shape):
+        if size == 1 and g.shape[axis] != 1:
+            g = g.sum(axis=axis, keepdims=True)
+    return g
+
+
+@register_jitable
+def _unbroadcast_into(g, out):
+    """Add every element of ``g`` into the element of ``out`` it broadcasts from."""
+    gshape = np.array(g.shape)
+    m = gshape.shape[0]
+    k = out.ndim
+    offset = m - k
+    oshape = np.array(out.shape)
+    ostride = np.ones(k, np.int64)
+    for j in range(k - 2, -1, -1):
+        ostride[j] = ostride[j + 1] * oshape[j + 1]
+    counter = np.zeros(m, np.int64)
+    flat_out = out.reshape(-1)
+    for value in np.ascontiguousarray(g).reshape(-1):
+        pos = 0
+        for j in range(k):
+            if oshape[j] != 1:
+                pos += counter[offset + j] * ostride[j]
+        flat_out[pos] += value
+        j = m - 1
+        while j >= 0:
+            counter[j] += 1
+            if counter[j] < gshape[j]:
+                break
+            counter[j] = 0
+            j -= 1
+
+
+@overload(unbroadcast)
+def _unbroadcast_nb(g, like):
+    g_array = isinstance(g, types.Array)
+    if not isinstance(like, types.Array):
+        if g_array:
+            return lambda g, like: np.sum(g)
+        return lambda g, like: g
+    if not g_array:
+        return lambda g, like: np.full(like.shape, g)
+    if g.ndim == like.ndim:
+
+        def same_rank(g, like):
+            if g.shape == like.shape:
+                return np.asarray(g)
+            out = np.zeros(like.shape, g.dtype)
+            _unbroadcast_into(g, out)
+            return out
+
+        return same_rank
+
+    def lower_rank(g, like):
+        out = np.zeros(like.shape, g.dtype)
+        _unbroadcast_into(g, out)
+        return out
+
+    return lower_rank
+
+
+def unreduce(g, x, axis, keepdims):
+    """The adjoint ``g`` of ``np.sum(x, axis, keepdims=keepdims)``, spread over ``x``'s shape.
+
+    >>> unreduce(3.0, np.zeros(2), None, False)
+    array([3., 3.])
+    """
+    shape = np.shape(x)
+    if axis is None:
+        return np.full(shape, np.sum(g))
+    if not keepdims:
+        g = np.expand_dims(g, axis)
+    return np.zeros(shape) + g
+
+
+@overload(unreduce)
+def _unreduce_nb(g, x, axis, keepdims):
+    if axis is None or isinstance(axis, types.NoneType):
+        if isinstance(g, types.Array):
+            return lambda g, x, axis, keepdims: np.full(x.shape, np.sum(g))
+        return lambda g, x, axis, keepdims: np.full(x.shape, g)
+
+    def impl(g, x, axis, keepdims):
+        if keepdims:
+            return np.zeros(x.shape) + g
+        return np.zeros(x.shape) + np.expand_dims(g, axis)
+
+    return impl
+
+
+def reduced_count(x, axis):
+    """How many elements of ``x`` each result of a reduction over ``axis`` combines.
+
+    >>> reduced_count(np.zeros((2, 5)), 1)
+    5
+    """
+    if axis is None:
+        return np.size(x)
+    return np.shape(x)[axis]
+
+
+@overload(reduced_count)
+def _reduced_count_nb(x, axis):
+    if axis is None or isinstance(axis, types.NoneType):
+        return lambda x, axis: x.size
+    return lambda x, axis: x.shape[axis]
+
+
+def extremum_vjp(g, x, z, axis, keepdims):
+    """Adjoint of ``max``/``min`` reductions: ``g`` shared equally among the tied extrema.
+
+    >>> extremum_vjp(1.0, np.array([1.0, 3.0, 3.0]), 3.0, None, False)
+    array([0. , 0.5, 0.5])
+    """
+    hits = x == unreduce(z, x, axis, keepdims)
+    count = unreduce(np.sum(hits, axis=axis, keepdims=keepdims), x, axis, keepdims)
+    return unreduce(g, x, axis, keepdims) * hits / count
+
+
+@overload(extremum_vjp)
+def _extremum_vjp_nb(g, x, z, axis, keepdims):
+    def impl(g, x, z, axis, keepdims):
+        hits = (x == unreduce(z, x, axis, keepdims)) * 1.0
+        if axis is None:
+            count = unreduce(np.sum(hits), x, axis, keepdims)
+        else:
+            count = unreduce(np.sum(hits, axis=axis), x, axis, False)
+        return unreduce(g, x, axis, keepdims) * hits / count
+
+    return impl
+
+
+@register_jitable
+def reversed_range(start, stop, step):
+    """The elements of ``range(start, stop, step)``, last first.
+
+    >>> list(reversed_range(1, 8, 3))
+    [7, 4, 1]
+    """
+    count = len(range(start, stop, step))
+    return range(start + (count - 1) * step, start - step, -step)
+
+
+@register_jitable
+def reversed_steps(start, step, count):
+    """The first ``count`` elements of ``range(start, ..., step)``, last first.
+
+    >>> list(reversed_steps(1, 3, 2))
+    [4, 1]
+    """
+    return range(start + (count - 1) * step, start - step, -step)

@@ -1,0 +1,28 @@
+"""s2s: source-to-source derivatives of Python + NumPy code, compiled with Numba.
+
+    >>> import numpy as np, s2s
+    >>> @s2s.grad
+    ... def f(x):
+    ...     return np.sum(x ** 2)
+    >>> f(np.array([1.0, 2.0]))
+    array([2., 4.])
+"""
+
+__version__ = "0.1.0"
+
+from .api import Transformed, grad, source, value_and_grad  # noqa: E402
+from .check import check_grads  # noqa: E402
+from .errors import CompileError, InputError, NoRuleError, S2SError, UnsupportedError  # noqa: E402
+
+__all__ = [
+    "CompileError",
+    "InputError",
+    "NoRuleError",
+    "S2SError",
+    "Transformed",
+    "UnsupportedError",
+    "check_grads",
+    "grad",
+    "source",
+    "value_and_grad",
+]

@@ -1,0 +1,1 @@
+"""Analyses of normalised functions: types (from Numba), activity, variable scopes."""

@@ -1,0 +1,250 @@
+"""Activity: which variables carry derivatives.
+
+A variable is *varied* when it depends, through differentiable operations,
+on an active input, and *useful* when the output depends on it that way; it
+is *active* when both. Integers and booleans are never active. The analysis
+is flow-insensitive (a variable is active if any of its definitions is),
+which may keep a few zero adjoints but never drops a derivative.
+
+    >>> import numba
+    >>> from s2s.program import Program
+    >>> from s2s.analysis.types import Typer
+    >>> def f(x, y):
+    ...     n = len(x)
+    ...     u = x * 2.0
+    ...     v = y * 3.0
+    ...     return np.sum(u) + n
+    >>> program = Program(); fn = program.add(f)
+    >>> typed = Typer(program).type(fn, (numba.float64[:], numba.float64[:]))
+    >>> sorted(Activity(typed, {"x", "y"}).active)
+    ['_t1', '_t2', 'u', 'x']
+
+Element writes make the written array depend on the value written, and so
+does every array that may share its memory (views), which are grouped in
+alias classes. Writing into an array that shares memory with another active
+array is rejected rather than differentiated wrongly. A call reaching an
+active value without a derivative rule is an error naming the function.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from ..astutil import attr_chain
+from ..errors import NoRuleError
+from ..rules import lookup
+from .types import Typed, atom_type, is_float_type
+
+__all__ = ["Activity", "call_rule", "resolve_callable", "float_atom"]
+
+_BINOPS = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv", gast.Pow: "pow",
+           gast.MatMult: "matmul", gast.FloorDiv: "floordiv", gast.Mod: "mod"}
+_UNARY = {gast.USub: "neg", gast.UAdd: "pos"}
+
+
+def resolve_callable(path: str):
+    """The object a canonical spelling (``np.sin``, ``rt.sum``, ``abs``) names, or None."""
+    import builtins
+    import math
+    import operator
+
+    import numpy as np
+    import s2s_runtime
+
+    roots = {"np": np, "math": math, "rt": s2s_runtime, "operator": operator}
+    head, *rest = path.split(".")
+    obj = roots.get(head, getattr(builtins, head, None))
+    for part in rest:
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def call_rule(value):
+    """(rule or None, bound arguments or None, label) of an operation on atoms."""
+    import operator
+
+    if isinstance(value, gast.BinOp):
+        fn = getattr(operator, _BINOPS.get(type(value.op), ""), None)
+        rule = lookup(fn) if fn else None
+        return rule, ({"x": value.left, "y": value.right} if rule else None), type(value.op).__name__
+    if isinstance(value, gast.UnaryOp):
+        fn = getattr(operator, _UNARY.get(type(value.op), ""), None)
+        rule = lookup(fn) if fn else None
+        return rule, ({"x": value.operand} if rule else None), type(value.op).__name__
+    if isinstance(value, gast.Call):
+        label = attr_chain(value.func) or "?"
+        fn = resolve_callable(label)
+        rule = lookup(fn) if fn is not None else None
+        if rule is None and label.startswith("rt."):
+            rule = _impl_rule(label)
+        if rule is None:
+            return None, None, label
+        bound = rule.bind(list(value.args), {k.arg: k.value for k in value.keywords})
+        return rule, bound, label
+    return None, None, type(value).__name__
+
+
+def _impl_rule(spelling: str):
+    """The rule whose ``impl`` is the runtime function ``spelling`` (``rt.mean`` → np.mean's rule)."""
+    from ..rules import _RULES, _load_tables
+
+    _load_tables()
+    for rule in _RULES.values():
+        if rule.impl == spelling:
+            return rule
+    return None
+
+
+def _atoms(node) -> list[str]:
+    """Names in an atom or a (nested) tuple of atoms."""
+    if isinstance(node, gast.Name):
+        return [node.id]
+    if isinstance(node, gast.Tuple):
+        return [n for e in node.elts for n in _atoms(e)]
+    return []
+
+
+class Activity:
+    """Varied, useful and active variables of one typed function."""
+
+    def __init__(self, typed: Typed, active_params: set[str], module_functions: set[str] = frozenset(),
+                 outputs: list[str] | None = None):
+        self.typed = typed
+        self.fn = typed.function
+        self.module_functions = set(module_functions)
+        self.flows: list[tuple[str, list[str], gast.stmt]] = []  # target <- sources
+        self.unknown: list[tuple[str, list[str], gast.stmt, str]] = []
+        self.aliases: dict[str, set[str]] = {}
+        self._collect(self.fn.node.body)
+        self.varied = {p for p in active_params if typed.is_float(p)}
+        if outputs is None:
+            ret = self.fn.node.body[-1]
+            outputs = _atoms(ret.value) if isinstance(ret, gast.Return) else []
+        self.useful = {o for o in outputs if typed.is_float(o)}
+        self._propagate()
+        self.active = self.varied & self.useful
+        self._check()
+
+    # -------------------------------------------------------------- collect
+    def _flow(self, target: str, sources: list[str], s) -> None:
+        self.flows.append((target, sources, s))
+
+    def _alias(self, a: str, b: str) -> None:
+        if not (self.typed.is_array(a) and self.typed.is_array(b)):
+            return
+        group = self.aliases.get(a, {a}) | self.aliases.get(b, {b})
+        for n in group:
+            self.aliases[n] = group
+
+    def alias_class(self, name: str) -> set[str]:
+        """Variables that may share memory with ``name`` (itself included)."""
+        return self.aliases.get(name, {name})
+
+    def _collect(self, body) -> None:
+        for s in body:
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                self._collect(s.body)
+                self._collect(s.orelse)
+            elif isinstance(s, gast.Assign):
+                self._assign(s)
+
+    def _assign(self, s) -> None:
+        target, value = s.targets[0], s.value
+        if isinstance(target, gast.Subscript):
+            self._flow(target.value.id, _atoms(value), s)
+            return
+        targets = _atoms(target)
+        if isinstance(value, (gast.Name, gast.Tuple)):
+            sources = _atoms(value)
+            for t in targets:
+                self._flow(t, sources, s)
+                if isinstance(value, gast.Name):
+                    self._alias(t, value.id)
+            return
+        if isinstance(value, gast.Subscript):
+            for t in targets:
+                self._flow(t, _atoms(value.value), s)
+                self._alias(t, value.value.id)
+            return
+        if isinstance(value, (gast.Constant, gast.Attribute, gast.Compare, gast.BoolOp)):
+            return
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+                and value.func.id in self.module_functions:
+            sources = [n for a in value.args for n in _atoms(a)]
+            for t in targets:
+                self._flow(t, sources, s)
+                for src in sources:
+                    self._alias(t, src)
+            return
+        rule, bound, label = call_rule(value)
+        if rule is None or bound is None:
+            sources = [n for n in _names_in(value)]
+            for t in targets:
+                self.unknown.append((t, sources, s, label))
+            return
+        if not rule.differentiable:
+            return
+        sources = []
+        for param, arg in bound.items():
+            if param in rule.nondiff:
+                continue
+            names = _atoms(arg)
+            if param not in rule.vjp:
+                for n in names:
+                    self.unknown.append((targets[0], [n], s, f"{rule.name} (argument `{param}`)"))
+                continue
+            sources += names
+        for t in targets:
+            self._flow(t, sources, s)
+            if rule.view and rule.params and rule.params[0] in bound:
+                for n in _atoms(bound[rule.params[0]]):
+                    self._alias(t, n)
+
+    # ------------------------------------------------------------ propagate
+    def _propagate(self) -> None:
+        is_float = self.typed.is_float
+        changed = True
+        while changed:
+            changed = False
+            for target, sources, s in self.flows:
+                group = self.alias_class(target) if isinstance(s.targets[0], gast.Subscript) else {target}
+                if any(x in self.varied for x in sources):
+                    for t in group:
+                        if t not in self.varied and is_float(t):
+                            self.varied.add(t)
+                            changed = True
+                if any(t in self.useful for t in group):
+                    for x in sources:
+                        if x not in self.useful and is_float(x):
+                            self.useful.add(x)
+                            changed = True
+
+    def _check(self) -> None:
+        for target, sources, s, label in self.unknown:
+            if target in self.useful and any(x in self.varied for x in sources):
+                raise self.fn.src.error(NoRuleError, f"no derivative rule for `{label}`, which an active "
+                                        "value reaches (s2s never treats a call it cannot differentiate "
+                                        "as constant)", s)
+        for target, _sources, s in self.flows:
+            if isinstance(s.targets[0], gast.Subscript):
+                group = self.alias_class(target)
+                if len(group) > 1 and any(n in self.active for n in group):
+                    others = ", ".join(sorted(group - {target}))
+                    raise self.fn.src.unsupported(
+                        f"writing into `{target}`, which may share memory with `{others}`", s,
+                        hint="write into a copy (`.copy()`) or into the array itself")
+
+    # ---------------------------------------------------------------- query
+    def is_active(self, node) -> bool:
+        """Whether an atom (or any name in a tuple of atoms) is active."""
+        return any(n in self.active for n in _atoms(node))
+
+
+def _names_in(node) -> list[str]:
+    return [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
+
+
+def float_atom(typed: Typed, node) -> bool:
+    """Whether an atom holds floats."""
+    return is_float_type(atom_type(typed, node))
+

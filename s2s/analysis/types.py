@@ -1,0 +1,186 @@
+"""Types: Numba's own type inference, run on the normalised primal.
+
+s2s keeps no type system of its own. The normalised functions of a
+:class:`~s2s.program.Program` are compiled as one module, and Numba's type
+inference gives the type of every variable for the argument types of a call:
+
+    >>> import numpy as np, numba
+    >>> from s2s.program import Program
+    >>> def f(x, n):
+    ...     s = 0
+    ...     for i in range(n):
+    ...         s += x[i]
+    ...     return s
+    >>> program = Program(); fn = program.add(f)
+    >>> typed = Typer(program).type(fn, (numba.float64[:], numba.int64))
+    >>> str(typed.type_of("s")), typed.is_float("s"), typed.is_float("i")
+    ('float64', True, False)
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from dataclasses import dataclass
+
+import gast
+import numba
+from numba.core import compiler, errors, typed_passes, types
+from numba.core.registry import cpu_target
+
+from ..codegen import module_source
+from ..errors import CompileError
+from ..program import Function, Program
+
+__all__ = ["Typer", "Typed", "typeof_value"]
+
+
+def typeof_value(value) -> types.Type:
+    """The Numba type of an argument value (literals widened: ``3`` is int64)."""
+    return types.unliteral(numba.typeof(value))
+
+
+@dataclass(eq=False)
+class Typed:
+    """The types of one function's variables for one tuple of argument types."""
+
+    function: Function
+    arg_types: tuple
+    typemap: dict
+    return_type: types.Type
+
+    def type_of(self, name: str) -> types.Type | None:
+        """The type of variable ``name`` (unified over its definitions), or None."""
+        if name in self.typemap:
+            return self.typemap[name]
+        return None
+
+    def is_float(self, name: str) -> bool:
+        """Whether ``name`` holds floats (a float scalar or a float array): what can be active."""
+        return is_float_type(self.type_of(name))
+
+    def is_array(self, name: str) -> bool:
+        return isinstance(self.type_of(name), types.Array)
+
+    def ndim(self, name: str) -> int:
+        t = self.type_of(name)
+        return t.ndim if isinstance(t, types.Array) else 0
+
+
+def is_float_type(t) -> bool:
+    """Float scalars, float arrays, and tuples containing either."""
+    if isinstance(t, types.Float):
+        return True
+    if isinstance(t, types.Array):
+        return isinstance(t.dtype, types.Float)
+    if isinstance(t, types.BaseTuple):
+        return any(is_float_type(e) for e in t.types)
+    return False
+
+
+def atom_type(typed: Typed, node) -> types.Type:
+    """The type of an atom (a name, a literal, or a tuple of atoms) in ``typed``'s function."""
+    if isinstance(node, gast.Name):
+        return typed.type_of(node.id)
+    if isinstance(node, gast.Constant):
+        return typeof_value(node.value)
+    if isinstance(node, gast.Tuple):
+        return types.Tuple([atom_type(typed, e) for e in node.elts])
+    raise TypeError(f"not an atom: {node!r}")
+
+
+class Typer:
+    """Types the functions of one program, compiling their primal module once."""
+
+    def __init__(self, program: Program, constants: dict | None = None):
+        self.program = program
+        self.namespace: dict = {}
+        self._memo: dict = {}
+        functions = list(program.functions.values())
+        self.filename = f"<s2s primal of {functions[0].name}>"
+        text, self.line_map = module_source([f.node for f in functions], "s2s: normalised primal")
+        linecache.cache[self.filename] = (len(text), None, text.splitlines(True), self.filename)
+        self.namespace.update(program.constants)
+        exec(compile(text, self.filename, "exec"), self.namespace)
+        for f in functions:
+            self.namespace[f.name] = numba.njit(self.namespace[f.name])
+        self.recursive = recursive_functions(functions)
+
+    def type(self, fn: Function, arg_types: tuple) -> Typed:
+        """Types of ``fn``'s variables when called with ``arg_types``."""
+        arg_types = tuple(types.unliteral(t) for t in arg_types)
+        key = (fn.name, arg_types)
+        if key in self._memo:
+            return self._memo[key]
+        dispatcher = self.namespace[fn.name]
+        typingctx, targetctx = cpu_target.typing_context, cpu_target.target_context
+        typingctx.refresh()
+        targetctx.refresh()
+        try:
+            if fn.name in self.recursive:
+                # type inference alone re-enters the dispatcher on a recursive call: compile instead
+                dispatcher.compile(arg_types)
+                result = dispatcher.overloads[arg_types].type_annotation
+                return_type = dispatcher.overloads[arg_types].signature.return_type
+            else:
+                interp = compiler.run_frontend(dispatcher.py_func)
+                result = typed_passes.type_inference_stage(typingctx, targetctx, interp, arg_types, None)
+                return_type = result.return_type
+        except errors.NumbaError as exc:
+            raise self._error(fn, exc) from None
+        typemap: dict = {}
+        for var, t in result.typemap.items():
+            base = var[4:] if var.startswith("arg.") else var.split(".")[0]
+            if base.startswith("$"):
+                continue
+            t = types.unliteral(t)
+            typemap[base] = t if base not in typemap else (typingctx.unify_pairs(typemap[base], t) or t)
+        typed = Typed(fn, arg_types, typemap, types.unliteral(return_type))
+        self._memo[key] = typed
+        return typed
+
+    def _error(self, fn: Function, exc: Exception) -> CompileError:
+        text = str(exc)
+        lines = re.findall(rf'File "{re.escape(self.filename)}", line (\d+)', text)
+        lineno = self.line_map.get(int(lines[-1])) if lines else None
+        summary = _summary(text)
+        return CompileError(f"Numba cannot compile {fn.src.name}: {summary}", fn.src.filename, lineno,
+                            fn.src.line(lineno))
+
+
+def calls(fn: Function, names) -> set[str]:
+    """The functions among ``names`` that ``fn`` calls."""
+    return {n.func.id for n in gast.walk(fn.node)
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id in names}
+
+
+def recursive_functions(functions) -> set[str]:
+    """Names of the functions that can reach themselves through calls."""
+    names = {f.name for f in functions}
+    graph = {f.name: calls(f, names) for f in functions}
+    found = set()
+    for start in graph:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            n = todo.pop()
+            if n == start:
+                found.add(start)
+                break
+            if n not in seen:
+                seen.add(n)
+                todo += graph[n]
+    return found
+
+
+def _summary(text: str) -> str:
+    """The informative lines of a Numba error message."""
+    keep = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("File ", "During:", "raised from", "^", "- Resolution failure",
+                                        "<source", "Failed in nopython mode")):
+            continue
+        keep.append(line)
+        if len(keep) == 3:
+            break
+    return " ".join(keep)

@@ -1,0 +1,227 @@
+"""Build: from a user function, a transform and argument types, to a generated module.
+
+This is the one place that sequences the compiler (the normalising passes
+are sequenced by :mod:`s2s.program`):
+
+    program (fence → lift → resolve → control flow → A-normal form)
+      → types (Numba) → activity → reverse → to-be-recorded → simplify → codegen
+
+    >>> import numba
+    >>> def f(x):
+    ...     return x * x
+    >>> print(Builder(f, "grad", 0).source((numba.float64,)).split("def f_grad")[1].strip())
+    (x):
+        x_adj = 0.0
+        _t1_adj = 1.0
+        x_adj += _t1_adj * x
+        x_adj += _t1_adj * x
+        return x_adj
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import gast
+from numba.core import types
+
+from . import __version__
+from .analysis.activity import Activity
+from .analysis.types import Typed, Typer, atom_type, is_float_type
+from .astutil import assign, call, const, name
+from .codegen import module_source
+from .errors import InputError
+from .naming import Namer
+from .passes import record, simplify
+from .passes.reverse import ReverseTransform
+from .program import Function, Program
+
+__all__ = ["Builder", "Module"]
+
+TRANSFORMS = ("grad", "value_and_grad")
+
+
+@dataclass
+class Module:
+    """A generated module: its text, the name of its entry function and what it needs to load."""
+
+    source: str
+    entry: str
+    line_map: dict
+    constants: dict = field(default_factory=dict)
+    filename: str = ""
+
+
+def decorator(target: str) -> str | None:
+    """The decorator generated functions get for ``target``."""
+    if target == "python":
+        return None
+    return "numba.njit(boundscheck=True)"
+
+
+class Builder:
+    """Generates the module of one transform of ``fn``, per tuple of argument types."""
+
+    def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
+                 target: str = "cpu"):
+        if transform not in TRANSFORMS:
+            raise ValueError(f"unknown transform {transform!r}")
+        self.fn = fn
+        self.transform = transform
+        self.single = isinstance(argnums, int)
+        self.argnums = (argnums,) if self.single else tuple(argnums)
+        self.has_aux = has_aux
+        self.target = target
+
+    def source(self, arg_types: tuple) -> str:
+        """The generated module's text for ``arg_types`` (Numba types)."""
+        return self.module(arg_types).source
+
+    def module(self, arg_types: tuple) -> Module:
+        program = Program()
+        root = program.add(self.fn)
+        typer = Typer(program)
+        if len(arg_types) != len(root.params):
+            raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
+        typed = typer.type(root, arg_types)
+        self._check(root, typed)
+        generator = _Generator(program, typer)
+        entry = generator.root(typed, self.transform, self.argnums, self.has_aux, self.single)
+        functions = [f.node for f in program.functions.values()] + generator.functions
+        sig = ", ".join(str(t) for t in arg_types)
+        header = (f"s2s {__version__}: {self.transform} of {root.src.name}"
+                  f" (argnums={self.argnums[0] if self.single else self.argnums})\n\n"
+                  f"source:    {root.src.filename}, line {root.src.node.lineno}\n"
+                  f"signature: ({sig})\n"
+                  f"target:    {self.target}\n")
+        if program.constants:
+            header += "constants: " + ", ".join(
+                f"{k} {v.dtype}{list(v.shape)}" for k, v in program.constants.items()) + " (supplied at load)\n"
+        text, line_map = module_source(functions, header, decorator(self.target))
+        return Module(text, entry, line_map, dict(program.constants))
+
+    def _check(self, root: Function, typed: Typed) -> None:
+        params = root.params
+        for k in self.argnums:
+            if k >= len(params) or k < -len(params):
+                raise InputError(f"argnums {k} is out of range: {root.src.name} takes {len(params)} arguments")
+            t = typed.arg_types[k]
+            if not is_float_type(t) or isinstance(t, types.BaseTuple):
+                raise InputError(f"argument `{params[k]}` (position {k}) of {root.src.name} is {t}; "
+                                 f"{self.transform} differentiates float scalars and float arrays only")
+        out = typed.return_type
+        if self.has_aux:
+            if not (isinstance(out, types.BaseTuple) and len(out.types) == 2):
+                raise InputError(f"has_aux=True needs {root.src.name} to return a pair (output, aux); "
+                                 f"it returns {out}")
+            out = out.types[0]
+        if not isinstance(out, (types.Float, types.Integer)):
+            raise InputError(f"{self.transform} needs {root.src.name} to return a scalar; it returns {out}. "
+                             "Use s2s.jacrev or s2s.vjp for non-scalar outputs")
+
+
+class _Generator:
+    """Generates the entry function and the ``*_vjp`` functions of the callees it reaches."""
+
+    def __init__(self, program: Program, typer: Typer):
+        self.program = program
+        self.typer = typer
+        self.functions: list = []
+        self._vjps: dict = {}
+
+    def _transform(self, typed: Typed, active: set[str], seed, outputs=None):
+        fn = typed.function
+        activity = Activity(typed, active, self.program.module_functions(), outputs)
+        namer = copy.deepcopy(fn.namer)
+        if isinstance(seed, gast.Name):
+            namer.taken.add(seed.id)
+        transform = ReverseTransform(typed, activity, namer, self.vjp_of_call, seed)
+        fwd, rev = transform.build()
+        fwd, rev, preamble = record.prune(transform, fwd, rev)
+        return transform, activity, namer, fwd, rev, preamble
+
+    def _entry_copies(self, fn: Function, activity: Activity) -> list:
+        """``x = np.copy(x)`` for array parameters the function writes into."""
+        written = set()
+        for s in gast.walk(fn.node):
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript):
+                written |= activity.alias_class(s.targets[0].value.id)
+        return [assign(p, call("np.copy", name(p))) for p in fn.params if p in written
+                and activity.typed.is_array(p)]
+
+    def root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool) -> str:
+        fn = typed.function
+        params = fn.params
+        active = {params[k] for k in argnums}
+        ret = fn.node.body[-1].value
+        outputs = None
+        if has_aux:
+            outputs = [ret.elts[0].id] if isinstance(ret.elts[0], gast.Name) else []
+        t, activity, namer, fwd, rev, preamble = self._transform(typed, active, const(1.0), outputs)
+        grads = [self._adjoint_or_zero(params[k], t, activity) for k in argnums]
+        grads_node = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
+        value = ret.elts[0] if has_aux else ret
+        capture, result = [], grads_node
+        aux = None
+        if has_aux:
+            aux = namer.fresh("_aux")
+            capture.append(assign(aux, copy.deepcopy(ret.elts[1])))
+        if transform == "value_and_grad":
+            value_name = namer.fresh("_value")
+            capture.append(assign(value_name, copy.deepcopy(value)))
+            primal = gast.Tuple(elts=[name(value_name), name(aux)], ctx=gast.Load()) if has_aux else name(value_name)
+            result = gast.Tuple(elts=[primal, grads_node], ctx=gast.Load())
+        elif has_aux:
+            result = gast.Tuple(elts=[grads_node, name(aux)], ctx=gast.Load())
+        body = self._entry_copies(fn, activity) + preamble + fwd + capture + rev + [gast.Return(value=result)]
+        entry = self.program.namer.fresh(f"{fn.name}_{transform}")
+        self.functions.append(self._function(entry, params, simplify.simplify(body), fn))
+        return entry
+
+    def _adjoint_or_zero(self, param: str, t: ReverseTransform, activity: Activity):
+        if param in activity.active:
+            return name(t.adj(param))
+        if t.typed.is_array(param):
+            return call("np.zeros_like", name(param))
+        return const(0.0)
+
+    def _function(self, fn_name: str, params, body, like: Function) -> gast.FunctionDef:
+        args = gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
+                                    for p in params],
+                              posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                              defaults=[])
+        node = gast.FunctionDef(name=fn_name, args=args, body=body, decorator_list=[], returns=None,
+                                type_comment=None, type_params=[])
+        node.lineno = like.node.lineno
+        return node
+
+    # ------------------------------------------------------------- callees
+    def vjp_of_call(self, value: gast.Call, typed: Typed, activity: Activity):
+        """(name of the vjp function, indices of the arguments it returns adjoints for)."""
+        callee = self.program.by_name[value.func.id]
+        arg_types = tuple(atom_type(typed, a) for a in value.args)
+        mask = tuple(isinstance(a, gast.Name) and a.id in activity.varied for a in value.args)
+        active_args = [k for k, m in enumerate(mask) if m]
+        if not active_args:
+            return None, []
+        key = (callee.name, arg_types, mask)
+        if key not in self._vjps:
+            vjp_name = self.program.namer.fresh(f"{callee.name}_vjp")
+            self._vjps[key] = vjp_name
+            self._build_vjp(vjp_name, callee, arg_types, mask)
+        return self._vjps[key], active_args
+
+    def _build_vjp(self, vjp_name: str, callee: Function, arg_types, mask) -> None:
+        typed = self.typer.type(callee, arg_types)
+        if not isinstance(typed.return_type, (types.Float, types.Integer, types.Array)):
+            raise callee.unsupported(f"differentiating a call of {callee.src.name}, which returns "
+                                     f"{typed.return_type}", callee.node)
+        params = callee.params
+        active = {p for p, m in zip(params, mask) if m}
+        seed_name = Namer(callee.namer.taken).fresh("out_adj")
+        t, activity, namer, fwd, rev, preamble = self._transform(typed, active, name(seed_name))
+        grads = [self._adjoint_or_zero(p, t, activity) for p, m in zip(params, mask) if m]
+        result = gast.Tuple(elts=grads, ctx=gast.Load())
+        body = self._entry_copies(callee, activity) + preamble + fwd + rev + [gast.Return(value=result)]
+        self.functions.append(self._function(vjp_name, params + [seed_name], simplify.simplify(body), callee))

@@ -1,0 +1,181 @@
+"""Frontend: from a Python function to its gast tree and the names it reads.
+
+``parse(fn)`` returns a :class:`Source`: the function's ``gast.FunctionDef``
+with line numbers of the user's file, and the values of every global and
+closure variable it can read. Lambdas and functions without Python source
+that have a derivative rule (``np.tanh``) are parsed too:
+
+    >>> import numpy as np
+    >>> src = parse(np.tanh)
+    >>> src.name, [a.id for a in src.node.args.args]
+    ('tanh', ['x'])
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import linecache
+import textwrap
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import gast
+
+from .errors import S2SError, UnsupportedError
+
+__all__ = ["Source", "parse", "MISSING"]
+
+MISSING = object()
+
+
+@dataclass(eq=False)
+class Source:
+    """A user function's parsed source and the outside names it reads."""
+
+    fn: Any
+    name: str
+    filename: str
+    node: gast.FunctionDef
+    globals: dict
+    closure: dict = field(default_factory=dict)
+
+    def resolve(self, name: str) -> Any:
+        """The value ``name`` has for this function: closure, then global, then builtin."""
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name, MISSING)
+
+    def line(self, lineno: int | None) -> str:
+        """The text of line ``lineno`` of the user's file ('' when unknown)."""
+        if lineno is None:
+            return ""
+        return linecache.getline(self.filename, lineno).rstrip("\n")
+
+    def where(self, node) -> tuple[str, int | None, str]:
+        """(filename, line number, source line) of a node of this function."""
+        lineno = getattr(node, "lineno", None)
+        return self.filename, lineno, self.line(lineno)
+
+    def unsupported(self, construct: str, node, hint: str = "") -> UnsupportedError:
+        """An :class:`UnsupportedError` located at ``node``."""
+        return UnsupportedError(construct, *self.where(node), hint=hint)
+
+    def error(self, cls: type[S2SError], message: str, node) -> S2SError:
+        """An error of class ``cls`` located at ``node``."""
+        return cls(message, *self.where(node))
+
+
+_cache: dict[Any, Source] = {}
+
+
+def parse(fn) -> Source:
+    """Parse ``fn`` (a function, lambda, Numba dispatcher or ruled NumPy function).
+
+    Results are cached per function object.
+    """
+    fn = getattr(fn, "py_func", fn)  # a numba dispatcher
+    try:
+        return _cache[fn]
+    except (KeyError, TypeError):
+        pass
+    if isinstance(fn, types.FunctionType):
+        src = _parse_python(fn)
+    else:
+        src = _wrap_ruled(fn)
+    try:
+        _cache[fn] = src
+    except TypeError:
+        pass
+    return src
+
+
+def _closure_values(fn: types.FunctionType) -> dict:
+    values = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # an empty cell: the variable is assigned later
+            values[name] = MISSING
+    return values
+
+
+def _parse_python(fn: types.FunctionType) -> Source:
+    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise S2SError(f"cannot read the source of {fn.__qualname__}: {exc}; s2s needs the function's "
+                       "source file (functions typed into an interactive prompt have none)") from exc
+    text = textwrap.dedent("".join(lines))
+    if fn.__name__ == "<lambda>":
+        node = _find_lambda(fn, text, filename, start)
+    else:
+        try:
+            module = gast.parse(text)
+        except SyntaxError as exc:
+            raise S2SError(f"cannot parse the source of {fn.__qualname__}: {exc}") from exc
+        node = module.body[0]
+        if not isinstance(node, gast.FunctionDef):
+            raise UnsupportedError(f"{type(node).__name__} as a function", filename, start, lines[0])
+        _shift_lines(node, start - 1)
+    node.decorator_list = []
+    return Source(fn, fn.__name__ if fn.__name__ != "<lambda>" else "lambda_", filename, node,
+                  fn.__globals__, _closure_values(fn))
+
+
+def _shift_lines(node, offset: int) -> None:
+    for child in gast.walk(node):
+        if hasattr(child, "lineno") and child.lineno is not None:
+            child.lineno += offset
+        if hasattr(child, "end_lineno") and child.end_lineno is not None:
+            child.end_lineno += offset
+
+
+def _find_lambda(fn, text: str, filename: str, start: int) -> gast.FunctionDef:
+    """The lambda of ``fn`` in its source lines, as a one-statement FunctionDef."""
+    tree = None
+    stripped = text.strip()
+    for attempt in (stripped, "(" + stripped + ")", stripped.rstrip(",)")):
+        try:
+            tree = gast.parse(attempt)
+            break
+        except SyntaxError:
+            continue
+    if tree is None:
+        raise UnsupportedError("a lambda whose source line cannot be parsed alone", filename, start,
+                               text.splitlines()[0], hint="define it with `def`")
+    params = list(fn.__code__.co_varnames[: fn.__code__.co_argcount])
+    found = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda)
+             and [a.id for a in n.args.args] == params]
+    if len(found) != 1:
+        raise UnsupportedError("a lambda that shares its line with another lambda of the same parameters",
+                               filename, start, text.splitlines()[0], hint="define it with `def`")
+    lam = found[0]
+    ret = gast.Return(value=lam.body)
+    node = gast.FunctionDef(name="lambda_", args=lam.args, body=[ret], decorator_list=[], returns=None,
+                            type_comment=None, type_params=[])
+    gast.copy_location(ret, lam.body)
+    gast.copy_location(node, lam)
+    _shift_lines(node, start - 1)
+    return node
+
+
+def _wrap_ruled(fn) -> Source:
+    """A one-line Python function calling ``fn``, for functions that have a rule but no source."""
+    from .rules import lookup
+
+    rule = lookup(fn)
+    name = getattr(fn, "__name__", None)
+    if rule is None or name is None:
+        raise S2SError(f"cannot differentiate {fn!r}: it is neither a Python function nor a function "
+                       "with a derivative rule")
+    params = [p for p in rule.params if p not in rule.defaults]
+    text = f"def {name}({', '.join(params)}):\n    return __fn__({', '.join(params)})\n"
+    node = gast.parse(text).body[0]
+    filename = f"<s2s wrapper of {name}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return Source(fn, name, filename, node, {"__fn__": fn})

@@ -1,0 +1,162 @@
+"""To-be-recorded: keep only the pushes and pops whose restored value is read.
+
+The reverse transform wraps every definition in a push (forward sweep) and a
+pop (adjoint sweep). A pair is kept when some statement of the adjoint sweep
+reads the variable at a point that runs, in the forward order, *before* the
+definition: textually earlier, or in a loop around both. Every other pair
+restores a value nobody reads, and goes.
+
+Kept tapes are created once at the top (``x_tape = rt.tape(np.float64)``
+for scalars, ``x_tape = []`` for arrays); a ``range`` loop reserves room for
+one push per iteration; a recorded variable first defined inside a loop or
+branch gets a placeholder of its type at the top, so that the first push
+has a value to save.
+
+    >>> # see s2s.passes.reverse for a generated example
+"""
+
+from __future__ import annotations
+
+import copy
+
+import gast
+import numpy as np
+from numba.core import types
+
+from ..astutil import assign, call, const, dotted, name
+
+__all__ = ["prune"]
+
+
+def _reads(stmts, origin, out) -> None:
+    """(name, order, loops) for each name the statements load, at their recorded origins."""
+    for s in stmts:
+        here = getattr(s, "s2s_origin", origin)
+        for field_name, value in gast.iter_fields(s):
+            if field_name in ("body", "orelse"):
+                continue
+            for node in gast.walk(value) if isinstance(value, gast.AST) else \
+                    [n for v in (value or []) if isinstance(v, gast.AST) for n in gast.walk(v)]:
+                if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+                    out.append((node.id, here[0], here[1]))
+        for field_name in ("body", "orelse"):
+            _reads(getattr(s, field_name, []) or [], here, out)
+
+
+def _dtype_spelling(t) -> str:
+    if isinstance(t, types.Boolean):
+        return "np.bool_"
+    return f"np.{np.dtype(str(t)).name}"
+
+
+def placeholder(t) -> gast.expr | None:
+    """A value of Numba type ``t`` to define a variable with before its first push."""
+    if isinstance(t, types.Boolean):
+        return const(False)
+    if isinstance(t, types.Integer):
+        return const(0)
+    if isinstance(t, types.Float):
+        return const(0.0) if t.bitwidth == 64 else call("np.float32", const(0.0))
+    if isinstance(t, types.Array):
+        shape = gast.Tuple(elts=[const(0)] * t.ndim, ctx=gast.Load())
+        return call("np.empty", shape, dotted(_dtype_spelling(t.dtype)))
+    return None
+
+
+def _remove(stmts, dead: set[int]) -> list:
+    out = []
+    for s in stmts:
+        if id(s) in dead:
+            continue
+        for field_name in ("body", "orelse"):
+            if getattr(s, field_name, None):
+                setattr(s, field_name, _remove(getattr(s, field_name), dead) or
+                        ([gast.Pass()] if field_name == "body" else []))
+        out.append(s)
+    return out
+
+
+def _first_defs(body, top=True, out=None) -> dict[str, bool]:
+    """For each variable: whether its first definition (in source order) is at the top level."""
+    out = {} if out is None else out
+    for s in body:
+        targets = []
+        if isinstance(s, gast.Assign):
+            targets = [n.id for n in gast.walk(s.targets[0]) if isinstance(n, gast.Name)
+                       and isinstance(n.ctx, gast.Store)]
+        elif isinstance(s, gast.For):
+            targets = [s.target.id]
+        for t in targets:
+            out.setdefault(t, top and not isinstance(s, gast.For))
+        for field_name in ("body", "orelse"):
+            _first_defs(getattr(s, field_name, []) or [], False, out)
+    return out
+
+
+def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
+    """(forward sweep, adjoint sweep, preamble) with only the needed records and their tapes."""
+    reads: list = []
+    _reads(rev, (transform._order_end, frozenset()), reads)
+    by_name: dict[str, list] = {}
+    for n, order, loops in reads:
+        by_name.setdefault(n, []).append((order, loops))
+    dead: set[int] = set()
+    kept: dict[str, object] = {}
+    for record in transform.records:
+        s = record["stmt"]
+        order, loops = transform.pos[id(s)], transform.loops[id(s)]
+        needed = any(r_order < order or (r_loops & loops)
+                     for v in record["vars"] for r_order, r_loops in by_name.get(v, ()))
+        if needed:
+            kept[record["tape"]] = record
+        else:
+            dead |= {id(record["push"]), id(record["pop"])}
+    fwd, rev = _remove(fwd, dead), _remove(rev, dead)
+    preamble = []
+    first_top = _first_defs(transform.body)
+    params = set(transform.fn.params)
+    placed = set()
+    for tape, record in kept.items():
+        t = record["type"]
+        is_scalar = isinstance(t, (types.Number, types.Boolean)) if record["kind"] == "var" else \
+            not isinstance(t, types.Array)
+        if is_scalar:
+            preamble.append(assign(tape, call("rt.tape", dotted(_dtype_spelling(t)))))
+        else:
+            preamble.append(assign(tape, gast.List(elts=[], ctx=gast.Load())))
+        if record["kind"] == "var":
+            (var,) = record["vars"]
+            if var not in params and not first_top.get(var, False) and var not in placed:
+                value = placeholder(t)
+                if value is None:
+                    raise transform.fn.unsupported(f"recording `{var}` of type {t}", record["stmt"])
+                preamble.append(assign(var, value))
+                placed.add(var)
+    for tape in sorted(transform.counter_tapes):
+        preamble.append(assign(tape, call("rt.tape", dotted("np.int64"))))
+    scalar_tapes = {tape for tape, r in kept.items() if isinstance(r["type"], (types.Number, types.Boolean))
+                    and r["kind"] == "var"}
+    fwd = _reserve(fwd, scalar_tapes)
+    return fwd, rev, preamble
+
+
+def _reserve(stmts, scalar_tapes) -> list:
+    """Before each ``range`` loop, reserve one slot per iteration on the tapes its body pushes to."""
+    out = []
+    for s in stmts:
+        for field_name in ("body", "orelse"):
+            if getattr(s, field_name, None):
+                setattr(s, field_name, _reserve(getattr(s, field_name), scalar_tapes))
+        if isinstance(s, gast.For) and hasattr(s, "s2s_reserve"):
+            pushed = [b.value.func.value.id for b in s.body if isinstance(b, gast.Expr)
+                      and isinstance(b.value, gast.Call) and isinstance(b.value.func, gast.Attribute)
+                      and b.value.func.attr == "append" and isinstance(b.value.func.value, gast.Name)
+                      and b.value.func.value.id in scalar_tapes]
+            args = s.iter.args
+            trip = args[0] if len(args) == 1 else call("len", call("range", *args))
+            for tape in dict.fromkeys(pushed):
+                reserve = gast.Expr(value=call(gast.Attribute(value=name(tape), attr="reserve",
+                                                              ctx=gast.Load()), copy.deepcopy(trip)))
+                out.append(reserve)
+        out.append(s)
+    return out

@@ -1,0 +1,556 @@
+"""Reverse mode: one function holding a forward sweep and an adjoint sweep.
+
+The forward sweep is the normalised primal plus recording: before a
+statement overwrites a value the adjoint sweep will read, the old value is
+pushed on a tape (``x_tape.append(x)``), and after the adjoint of that
+statement the sweep pops it back (``x = x_tape.pop()``), so every primal
+value the adjoint reads is the one the primal had at that point. Element
+writes record the element (``y_saved.append(y[i])``), never the array.
+Which of these pairs are needed is decided last (`to-be-recorded`):
+a push survives only where a value it restores is read later in the sweep.
+
+The adjoint sweep walks the statements backwards: ``if`` keeps its test,
+a ``for`` loop over ``range`` runs its range backwards, a ``while`` loop (and
+a loop that breaks) replays its recorded trip count. Each statement adds its
+vector-Jacobian products into the operands' adjoints, named ``x_adj``. An
+adjoint used once is assigned (``_t1_adj = z_adj * y``); others are set to
+zero where their variable's scope ends and accumulated (``x_adj += ...``).
+Calls of the user's functions call their own generated ``*_vjp`` function,
+which recomputes the callee's forward sweep (Tapenade's joint mode).
+
+    >>> import numba
+    >>> from s2s.build import Builder
+    >>> def f(x):
+    ...     for i in range(3):
+    ...         x = np.sin(x) * x
+    ...     return x
+    >>> print(Builder(f, "grad", 0).source((numba.float64,)).split('@numba.njit')[-1])
+    ... # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+    (...)
+    def f_grad(x):
+        ...
+        for i in range(3):
+            x_tape.append(x)
+            _t1 = np.sin(x)
+            _t2 = _t1 * x
+            x = _t2
+        x_adj = 1.0
+        for i in range(2, -1, -1):
+            _t2_adj = x_adj
+            x = x_tape.pop()
+            _t1_adj = _t2_adj * x
+            x_adj = _t2_adj * _t1
+            x_adj += _t1_adj * np.cos(x)
+        return x_adj
+
+Assumes A-normal form, control flow lowered by `control_flow`, types from
+Numba and activity computed.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import gast
+from numba.core import types
+
+from ..analysis.activity import Activity, call_rule
+from ..analysis.types import Typed, atom_type
+from ..astutil import assign, call, const, dotted, located, name, subst
+from ..rules import Rule, template
+
+__all__ = ["ReverseTransform", "Contribution"]
+
+
+@dataclass
+class Contribution:
+    """An addition ``var_adj += expr`` the adjoint of one statement makes."""
+
+    var: str
+    expr: gast.expr | None  # None until generation
+    indexed: gast.expr | None = None  # the index, for `var_adj[index] += expr`
+    pre: list = field(default_factory=list)  # statements computing shared parts first
+
+
+@dataclass
+class _Occurrence:
+    var: str
+    kind: str  # def | pdef | use | iuse
+    block: tuple  # path of the statement list holding the statement
+    index: int  # position in that list
+    order: int  # pre-order number of the statement
+
+
+def _path_loops(fn_body, path) -> list:
+    """The loop statements enclosing the block at ``path``."""
+    loops, stmts = [], fn_body
+    for i, field_name in path:
+        s = stmts[i]
+        if isinstance(s, (gast.For, gast.While)):
+            loops.append(s)
+        stmts = getattr(s, field_name)
+    return loops
+
+
+class ReverseTransform:
+    """Builds the combined forward and adjoint sweeps of one typed function."""
+
+    def __init__(self, typed: Typed, activity: Activity, namer, vjp_of_call, seed: gast.expr | None = None):
+        self.typed = typed
+        self.fn = typed.function
+        self.activity = activity
+        self.namer = namer
+        self.vjp_of_call = vjp_of_call  # (callee name, arg atoms, typed) -> (vjp name, active arg indices)
+        self.seed = seed if seed is not None else const(1.0)
+        body = self.fn.node.body
+        self.ret = body[-1]
+        self.body = body[:-1]
+        self.pos: dict[int, int] = {}
+        self.end: dict[int, int] = {}
+        self.loops: dict[int, frozenset] = {}
+        self.occurrences: dict[str, list[_Occurrence]] = {}
+        self.records: list[dict] = []  # push/pop pairs, decided by to_be_recorded
+        self.reads: list[tuple[str, int, frozenset]] = []
+        self.counter_tapes: set[str] = set()
+
+    # ======================================================== analysis pass
+    def analyse(self) -> None:
+        """Number statements; collect adjoint occurrences; choose each adjoint's style and scope."""
+        self._number(self.body, frozenset(), [0])
+        self._scan(self.body, ())
+        order_end = self._order_end = max(self.end.values(), default=0) + 1
+        ret_atoms = self._ret_atoms()
+        for r in ret_atoms:
+            self._occur(r, "use", (), len(self.body), order_end)
+        for p in self.fn.params:
+            if p in self.activity.active:
+                self._occur(p, "param", (), -1, -1)
+        self.style: dict[str, str] = {}
+        self.home: dict[str, tuple] = {}
+        self.reset: set[str] = set()
+        for var, occ in self.occurrences.items():
+            self._choose(var, occ)
+
+    def _ret_atoms(self) -> list[str]:
+        value = self.ret.value
+        elts = value.elts if isinstance(value, gast.Tuple) else [value]
+        return [e.id for e in elts if isinstance(e, gast.Name) and e.id in self.activity.active]
+
+    def _number(self, stmts, loops, counter) -> None:
+        for s in stmts:
+            self.pos[id(s)] = counter[0]
+            self.loops[id(s)] = loops
+            counter[0] += 1
+            inner = loops | {id(s)} if isinstance(s, (gast.For, gast.While)) else loops
+            for field_name in ("body", "orelse"):
+                self._number(getattr(s, field_name, []) or [], inner, counter)
+            self.end[id(s)] = counter[0]
+            counter[0] += 1
+
+    def _occur(self, var, kind, block, index, order) -> None:
+        self.occurrences.setdefault(var, []).append(_Occurrence(var, kind, block, index, order))
+
+    def _scan(self, stmts, block) -> None:
+        for i, s in enumerate(stmts):
+            order = self.pos[id(s)]
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                self._scan(s.body, block + ((i, "body"),))
+                self._scan(s.orelse, block + ((i, "orelse"),))
+                continue
+            if not isinstance(s, gast.Assign) or not self._is_active_stmt(s):
+                continue
+            target = s.targets[0]
+            if isinstance(target, gast.Subscript):
+                self._occur(target.value.id, "pdef", block, i, order)
+            else:
+                for t in _names(target):
+                    if t in self.activity.active:
+                        self._occur(t, "def", block, i, order)
+            for c in self.contributions(s, build=False):
+                self._occur(c.var, "iuse" if c.indexed is not None else "use", block, i, order)
+
+    def _choose(self, var, occ) -> None:
+        defs = [o for o in occ if o.kind == "def"]
+        uses = [o for o in occ if o.kind in ("use", "iuse")]
+        if (len(defs) == 1 and len(uses) == 1 and uses[0].kind == "use" and len(occ) == 2
+                and defs[0].block == uses[0].block and defs[0].index < uses[0].index
+                and var not in self.fn.params):
+            self.style[var] = "assign"
+            return
+        self.style[var] = "accumulate"
+        home = _common_prefix([o.block for o in occ])
+        # a loop body is the scope only if each iteration defines the variable before using it
+        while home:
+            loop_stmt = _stmt_at(self.body, home)
+            inside = sorted((o for o in occ if o.block[:len(home)] == home), key=lambda o: o.order)
+            first = inside[0] if inside else None
+            if not isinstance(loop_stmt, (gast.For, gast.While)) or home[-1][1] != "body" or (
+                    first is not None and first.kind == "def" and first.block == home):
+                break
+            home = home[:-1]
+        self.home[var] = home
+        full_defs = [o for o in occ if o.kind == "def"]
+        depth = len(_path_loops(self.body, home))
+        in_loop = any(len(_path_loops(self.body, o.block)) > depth for o in full_defs)
+        if len(full_defs) > 1 or in_loop or (var in self.fn.params and full_defs):
+            self.reset.add(var)
+
+    def _is_active_stmt(self, s) -> bool:
+        target = s.targets[0]
+        if isinstance(target, gast.Subscript):
+            return target.value.id in self.activity.active
+        return any(t in self.activity.active for t in _names(target))
+
+    # ======================================================== contributions
+    def contributions(self, s, build: bool = True) -> list[Contribution]:
+        """The adjoint additions of the active assignment ``s``."""
+        target, value = s.targets[0], s.value
+        active = self.activity.active
+        if isinstance(target, gast.Subscript):
+            v = value
+            if isinstance(v, gast.Name) and v.id in active:
+                index = copy.deepcopy(target.slice)
+                expr = None
+                if build:
+                    expr = gast.Subscript(value=name(self.adj(target.value.id)), slice=index, ctx=gast.Load())
+                    if self.typed.is_array(v.id):
+                        expr = call(gast.Attribute(value=expr, attr="copy", ctx=gast.Load()))
+                return [Contribution(v.id, expr)]
+            return []
+        if isinstance(target, gast.Tuple):
+            return self._call_contributions(s, build)
+        z = target.id
+        if isinstance(value, gast.Name):
+            return [Contribution(value.id, name(self.adj(z)) if build else None)] if value.id in active else []
+        if isinstance(value, gast.Subscript):
+            base = value.value.id
+            if base not in active:
+                return []
+            return [Contribution(base, name(self.adj(z)) if build else None,
+                                 indexed=copy.deepcopy(value.slice))]
+        if isinstance(value, gast.Tuple):
+            if any(isinstance(e, gast.Name) and e.id in active for e in value.elts):
+                raise self.fn.unsupported("a tuple of active values kept in a variable", s,
+                                          hint="unpack it where it is built")
+            return []
+        if isinstance(value, (gast.Constant, gast.Attribute, gast.Compare, gast.BoolOp)):
+            return []
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+                and value.func.id in self.activity.module_functions:
+            return self._call_contributions(s, build)
+        rule, bound, label = call_rule(value)
+        if rule is None or not rule.differentiable:
+            return []
+        return self._rule_contributions(s, rule, bound, build)
+
+    def _rule_contributions(self, s, rule: Rule, bound: dict, build: bool) -> list[Contribution]:
+        z = s.targets[0].id
+        out = []
+        mapping = dict(bound)
+        mapping["z"] = name(z)
+        mapping["z_adj"] = name(self.adj(z)) if build else name(z)
+        for param, arg in bound.items():
+            if param not in rule.vjp:
+                continue
+            if param in rule.sequences:
+                elts = arg.elts if isinstance(arg, gast.Tuple) else []
+                active_items = [(k, e) for k, e in enumerate(elts)
+                                if isinstance(e, gast.Name) and e.id in self.activity.active]
+                if not active_items:
+                    continue
+                pre, parts = [], None
+                if build:
+                    parts = self.namer.temp("_parts")
+                    pre = [assign(parts, subst(template(rule.vjp[param]), mapping))]
+                for k, e in active_items:
+                    expr = gast.Subscript(value=name(parts), slice=const(k), ctx=gast.Load()) if build else None
+                    out.append(Contribution(e.id, expr, pre=pre))
+                    pre = []
+                continue
+            if not (isinstance(arg, gast.Name) and arg.id in self.activity.active):
+                continue
+            expr = self._simplify_unbroadcast(subst(template(rule.vjp[param]), mapping), z) if build else None
+            out.append(Contribution(arg.id, expr))
+        return out
+
+    def _simplify_unbroadcast(self, expr, z: str):
+        """Drop ``rt.unbroadcast(e, x)`` where ``x`` and the result ``z`` are both scalars."""
+        z_scalar = not isinstance(self.typed.type_of(z), types.Array)
+
+        class _Drop(gast.NodeTransformer):
+            def visit_Call(inner, node):  # noqa: N805
+                inner.generic_visit(node)
+                if (gast.dump(node.func) == gast.dump(dotted("rt.unbroadcast")) and z_scalar
+                        and not isinstance(atom_type(self.typed, node.args[1]), types.Array)):
+                    return node.args[0]
+                return node
+
+        return _Drop().visit(expr)
+
+    def _call_contributions(self, s, build: bool) -> list[Contribution]:
+        target, value = s.targets[0], s.value
+        targets = _names(target)
+        if len(targets) > 1:
+            raise self.fn.unsupported("differentiating a call that returns several values", s)
+        vjp_name, active_args = self.vjp_of_call(value, self.typed, self.activity)
+        if not active_args:
+            return []
+        out, pre = [], []
+        result = None
+        if build:
+            result = self.namer.temp("_vjp")
+            args = [copy.deepcopy(a) for a in value.args] + [name(self.adj(targets[0]))]
+            pre = [assign(result, call(vjp_name, *args))]
+        for k, arg_index in enumerate(active_args):
+            var = value.args[arg_index].id
+            expr = gast.Subscript(value=name(result), slice=const(k), ctx=gast.Load()) if build else None
+            out.append(Contribution(var, expr, pre=pre))
+            pre = []
+        return out
+
+    # ============================================================ generation
+    def adj(self, var: str) -> str:
+        return self.namer.adjoint(var)
+
+    def build(self) -> tuple[list, list]:
+        """The forward sweep and the adjoint sweep of the function body."""
+        self.analyse()
+        fwd, rev = self.block(self.body, ())
+        seed_stmts = []
+        for r in self._ret_atoms():
+            seed_stmts += self.accumulate(r, copy.deepcopy(self.seed))
+        head = self.inits(()) + seed_stmts
+        for s in head:
+            self._tag(s, self._order_end, frozenset())
+        return fwd, head + rev
+
+    def _tag(self, s, order, loops, overwrite=True) -> None:
+        if overwrite or not hasattr(s, "s2s_origin"):
+            s.s2s_origin = (order, loops)
+
+    def inits(self, block) -> list:
+        """Adjoints whose scope is ``block``, set to zero at its start (in the adjoint sweep)."""
+        out = []
+        for var, home in self.home.items():
+            if home != block or self.style.get(var) != "accumulate":
+                continue
+            if self.typed.is_array(var):
+                out.append(assign(self.adj(var), call("np.zeros_like", name(var))))
+            else:
+                out.append(assign(self.adj(var), const(0.0)))
+        return out
+
+    def accumulate(self, var: str, expr, indexed=None) -> list:
+        """``var_adj += expr`` (or ``= expr`` for an adjoint used once)."""
+        target = name(self.adj(var), store=True)
+        if indexed is not None:
+            target = gast.Subscript(value=name(self.adj(var)), slice=indexed, ctx=gast.Store())
+            return [gast.AugAssign(target=target, op=gast.Add(), value=expr)]
+        if self.style.get(var) == "assign":
+            return [gast.Assign(targets=[target], value=expr, type_comment=None)]
+        return [gast.AugAssign(target=target, op=gast.Add(), value=expr)]
+
+    def block(self, stmts, block) -> tuple[list, list]:
+        fwd, rev = [], []
+        for i, s in enumerate(stmts):
+            f, r = self.stmt(s, block, i)
+            for node in r:
+                self._tag(node, self.pos[id(s)], self.loops[id(s)], overwrite=False)
+            fwd += [located(n, s) for n in f]
+            rev = [located(n, s) for n in r] + rev
+        return fwd, rev
+
+    def block_inits(self, s, block) -> list:
+        """The adjoint inits of the block ``block`` of compound statement ``s``, tagged at its end."""
+        loops = self.loops[id(s)] | ({id(s)} if isinstance(s, (gast.For, gast.While)) else set())
+        out = self.inits(block)
+        for node in out:
+            self._tag(node, self.end[id(s)], frozenset(loops))
+        return out
+
+    def stmt(self, s, block, i) -> tuple[list, list]:
+        if isinstance(s, gast.Assign):
+            return self.assign_stmt(s)
+        if isinstance(s, gast.If):
+            if len(s.body) == 1 and isinstance(s.body[0], gast.Break) and not s.orelse:
+                return [s], []
+            fb, rb = self.block(s.body, block + ((i, "body"),))
+            fo, ro = self.block(s.orelse, block + ((i, "orelse"),))
+            rb = self.block_inits(s, block + ((i, "body"),)) + rb
+            ro = self.block_inits(s, block + ((i, "orelse"),)) + ro
+            fwd = gast.If(test=s.test, body=fb or [gast.Pass()], orelse=fo)
+            rev = [gast.If(test=copy.deepcopy(s.test), body=rb or [gast.Pass()], orelse=ro)] if rb or ro else []
+            return [fwd], rev
+        if isinstance(s, gast.For):
+            return self.for_stmt(s, block + ((i, "body"),))
+        if isinstance(s, gast.While):
+            return self.while_stmt(s, block + ((i, "body"),))
+        return [s], []
+
+    # ----------------------------------------------------------- assignments
+    def assign_stmt(self, s) -> tuple[list, list]:
+        target = s.targets[0]
+        fwd, rev = [s], []
+        if self._is_active_stmt(s):
+            for c in self.contributions(s):
+                rev += c.pre
+                rev += self.accumulate(c.var, c.expr, c.indexed)
+            if isinstance(target, gast.Subscript):
+                index = copy.deepcopy(target.slice)
+                zero = gast.Subscript(value=name(self.adj(target.value.id)), slice=index, ctx=gast.Store())
+                rev.append(gast.Assign(targets=[zero], value=const(0.0), type_comment=None))
+            else:
+                for t in _names(target):
+                    if t in self.reset and t in self.activity.active:
+                        rev.append(self.zero(t))
+        return self.record(s, fwd, rev)
+
+    def zero(self, var: str):
+        if self.typed.is_array(var):
+            return assign(self.adj(var), call("np.zeros_like", name(self.adj(var))))
+        return assign(self.adj(var), const(0.0))
+
+    def record(self, s, fwd, rev) -> tuple[list, list]:
+        """Wrap a definition with the push before it and the pop after its adjoint."""
+        target = s.targets[0]
+        if isinstance(target, gast.Subscript):
+            base = target.value.id
+            element = gast.Subscript(value=name(base), slice=copy.deepcopy(target.slice), ctx=gast.Load())
+            is_scalar = not isinstance(self._element_type(s), types.Array)
+            saved = element if is_scalar else call(gast.Attribute(value=element, attr="copy", ctx=gast.Load()))
+            tape = self.namer.derived(base, "saved")
+            push = gast.Expr(value=call(gast.Attribute(value=name(tape), attr="append", ctx=gast.Load()), saved))
+            restore = gast.Assign(targets=[copy.deepcopy(target)],
+                                  value=call(gast.Attribute(value=name(tape), attr="pop", ctx=gast.Load())),
+                                  type_comment=None)
+            self.records.append(dict(vars=self.activity.alias_class(base), stmt=s, push=push, pop=restore,
+                                     tape=tape, kind="element", type=self._element_type(s)))
+            return [push] + fwd, rev + [restore]
+        pushes, pops = [], []
+        for t in _names(target):
+            push, pop = self._push_pop(t)
+            self.records.append(dict(vars={t}, stmt=s, push=push, pop=pop, tape=self.namer.tape(t),
+                                     kind="var", type=self.typed.type_of(t)))
+            pushes.append(push)
+            pops.append(pop)
+        return pushes + fwd, rev + pops
+
+    def _push_pop(self, var: str):
+        tape = self.namer.tape(var)
+        push = gast.Expr(value=call(gast.Attribute(value=name(tape), attr="append", ctx=gast.Load()), name(var)))
+        pop = assign(var, call(gast.Attribute(value=name(tape), attr="pop", ctx=gast.Load())))
+        return push, pop
+
+    def _element_type(self, s):
+        base_type = self.typed.type_of(s.targets[0].value.id)
+        value = s.value
+        value_type = atom_type(self.typed, value)
+        if isinstance(value_type, types.Array):
+            return value_type
+        index = s.targets[0].slice
+        parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        if any(isinstance(p, gast.Slice) or (isinstance(p, gast.Constant) and p.value is None) for p in parts) \
+                or len(parts) < base_type.ndim:
+            return types.Array(base_type.dtype, 1, "A")
+        return base_type.dtype
+
+    # ----------------------------------------------------------------- loops
+    def for_stmt(self, s: gast.For, body_block) -> tuple[list, list]:
+        fb, rb = self.block(s.body, body_block)
+        rb = self.block_inits(s, body_block) + rb
+        breaks = _breaks(s)
+        args = s.iter.args
+        start, stop, step = (args + [None, None])[:3] if len(args) > 1 else (const(0), args[0], None)
+        step = step or const(1)
+        pre_fwd, pre_rev, post_fwd = [], [], []
+        if breaks:
+            count = self.namer.temp("_n")
+            pre_fwd.append(assign(count, const(0)))
+            fb = [gast.AugAssign(target=name(count, store=True), op=gast.Add(), value=const(1))] + fb
+            reversed_iter = call("rt.reversed_steps", copy.deepcopy(start), copy.deepcopy(step), name(count))
+            if self.loops[id(s)]:
+                tape = self.namer.tape(count)
+                self.counter_tapes.add(tape)
+                post_fwd.append(gast.Expr(value=call(gast.Attribute(value=name(tape), attr="append",
+                                                                    ctx=gast.Load()), name(count))))
+                pre_rev.append(assign(count, call(gast.Attribute(value=name(tape), attr="pop", ctx=gast.Load()))))
+        else:
+            reversed_iter = self._reversed_range(start, stop, step)
+        fwd_loop = gast.For(target=s.target, iter=s.iter, body=fb, orelse=[], type_comment=None)
+        fwd_loop.s2s_reserve = (s, s.iter)
+        rev_loop = gast.For(target=copy.deepcopy(s.target), iter=reversed_iter, body=rb or [gast.Pass()],
+                            orelse=[], type_comment=None)
+        for node in pre_rev + [rev_loop]:
+            self._tag(node, self.end[id(s)], self.loops[id(s)])
+        push, pop = self._push_pop(s.target.id)
+        self.records.append(dict(vars={s.target.id}, stmt=s, push=push, pop=pop,
+                                 tape=self.namer.tape(s.target.id), kind="var",
+                                 type=self.typed.type_of(s.target.id)))
+        fwd = [push] + pre_fwd + [fwd_loop] + post_fwd
+        rev = (pre_rev + [rev_loop] + [pop]) if rb else [pop]
+        return fwd, rev
+
+    def _reversed_range(self, start, stop, step):
+        if isinstance(step, gast.Constant) and step.value == 1 and isinstance(start, gast.Constant) \
+                and start.value == 0:
+            last = const(stop.value - 1) if isinstance(stop, gast.Constant) else \
+                gast.BinOp(left=copy.deepcopy(stop), op=gast.Sub(), right=const(1))
+            return call("range", last, const(-1), const(-1))
+        return call("rt.reversed_range", copy.deepcopy(start), copy.deepcopy(stop), copy.deepcopy(step))
+
+    def while_stmt(self, s: gast.While, body_block) -> tuple[list, list]:
+        fb, rb = self.block(s.body, body_block)
+        rb = self.block_inits(s, body_block) + rb
+        count = self.namer.temp("_n")
+        fb = [gast.AugAssign(target=name(count, store=True), op=gast.Add(), value=const(1))] + fb
+        pre_rev, post_fwd = [], []
+        if self.loops[id(s)]:
+            tape = self.namer.tape(count)
+            self.counter_tapes.add(tape)
+            post_fwd.append(gast.Expr(value=call(gast.Attribute(value=name(tape), attr="append", ctx=gast.Load()),
+                                                 name(count))))
+            pre_rev.append(assign(count, call(gast.Attribute(value=name(tape), attr="pop", ctx=gast.Load()))))
+        fwd = [assign(count, const(0)), gast.While(test=s.test, body=fb, orelse=[])] + post_fwd
+        step = self.namer.temp("_")
+        rev_loop = gast.For(target=name(step, store=True), iter=call("range", name(count)),
+                            body=rb or [gast.Pass()], orelse=[], type_comment=None)
+        for node in pre_rev + [rev_loop]:
+            self._tag(node, self.end[id(s)], self.loops[id(s)])
+        return fwd, (pre_rev + [rev_loop]) if rb else []
+
+
+def _names(target) -> list[str]:
+    if isinstance(target, gast.Name):
+        return [target.id]
+    if isinstance(target, gast.Tuple):
+        return [n for e in target.elts for n in _names(e)]
+    return []
+
+
+def _breaks(loop) -> bool:
+    last = loop.body[-1] if loop.body else None
+    return isinstance(last, gast.If) and len(last.body) == 1 and isinstance(last.body[0], gast.Break)
+
+
+def _common_prefix(paths) -> tuple:
+    paths = list(paths)
+    if not paths:
+        return ()
+    prefix = paths[0]
+    for p in paths[1:]:
+        k = 0
+        while k < min(len(prefix), len(p)) and prefix[k] == p[k]:
+            k += 1
+        prefix = prefix[:k]
+    return tuple(prefix)
+
+
+def _stmt_at(body, path):
+    """The compound statement whose block is ``path``."""
+    stmts, s = body, None
+    for i, field_name in path:
+        s = stmts[i]
+        stmts = getattr(s, field_name)
+    return s
+

@@ -1,0 +1,127 @@
+"""A program: the user functions one transform reaches, normalised, and their module names.
+
+``Program().add(f)`` parses ``f``, checks it against the fence and runs the
+normalising passes in order; every user function ``f`` calls is added the
+same way, once. The pipeline is this ordered list:
+
+    fence → lift nested functions → resolve names → lower control flow → A-normal form
+
+    >>> def f(x):
+    ...     return x * x + 1.0
+    >>> print(Program().add(f).source())
+    def f(x):
+        _t1 = x * x
+        _t2 = _t1 + 1.0
+        return _t2
+
+Set ``S2S_VERBOSE=1`` to print the source after each pass.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+
+import gast
+
+from .astutil import to_source
+from .errors import UnsupportedError
+from .frontend import Source, parse
+from .naming import Namer
+from .passes import anf, control_flow, fence, lift, resolve
+
+__all__ = ["Program", "Function"]
+
+
+@dataclass(eq=False)
+class Function:
+    """One normalised user function."""
+
+    src: Source
+    name: str  # its name in the generated module
+    node: gast.FunctionDef
+    namer: Namer
+    params: list[str] = field(default_factory=list)
+
+    def source(self) -> str:
+        """The normalised function as Python source."""
+        return to_source(self.node)
+
+    def unsupported(self, what: str, node, hint: str = "") -> UnsupportedError:
+        """An :class:`UnsupportedError` located at ``node`` of this function."""
+        return self.src.unsupported(what, node, hint=hint)
+
+
+class Program:
+    """User functions reached from one root, normalised; module-level names and constants."""
+
+    def __init__(self, namer: Namer | None = None):
+        self.namer = namer or Namer()
+        self.functions: dict[object, Function] = {}
+        self.by_name: dict[str, Function] = {}
+        self.constants: dict[str, object] = {}
+        self._names: dict[object, str] = {}
+        self._pending: list = []
+
+    # ----------------------------------------------------------- module names
+    def function_name(self, fn) -> str:
+        """The module-level name of the copy of user function ``fn`` (queued for normalising)."""
+        fn = getattr(fn, "py_func", fn)
+        if fn not in self._names:
+            src = parse(fn)
+            self._names[fn] = self.namer.fresh(src.name)
+            self._pending.append((fn, src))
+        return self._names[fn]
+
+    def module_functions(self) -> set[str]:
+        """Names of the function copies in the generated module."""
+        return set(self._names.values())
+
+    def constant(self, value, hint: str) -> str:
+        """The module-level name under which generated code reads the array ``value``."""
+        for key, known in self.constants.items():
+            if known is value:
+                return key
+        key = self.namer.fresh(hint if hint.isidentifier() else "_const")
+        self.constants[key] = value
+        return key
+
+    # -------------------------------------------------------------- pipeline
+    def add(self, fn) -> Function:
+        """Normalise ``fn`` and everything it calls; return ``fn``'s :class:`Function`."""
+        fn = getattr(fn, "py_func", fn)
+        self.function_name(fn)
+        while self._pending:
+            key, src = self._pending.pop(0)
+            self._normalise(key, src, self._names[key])
+        return self.functions[fn]
+
+    def _normalise(self, key, src: Source, module_name: str) -> None:
+        node = copy.deepcopy(src.node)
+        node.name = module_name
+        verbose = os.environ.get("S2S_VERBOSE")
+        fence.check(src)
+        locals_ = lift.local_names(node)
+        namer = Namer(locals_ | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)})
+
+        def nested_name(g):
+            return self.namer.fresh(f"{module_name}_{g.name}")
+
+        for lifted, lifted_name in lift.lift(node, locals_, nested_name, src.unsupported):
+            nested_src = Source(None, lifted_name, src.filename, lifted, src.globals, src.closure)
+            nested_key = (key, lifted_name)
+            self._names[nested_key] = lifted_name
+            self._pending.append((nested_key, nested_src))
+        locals_ = lift.local_names(node)
+        for step, run in (
+            ("resolve", lambda n: resolve.resolve(src, n, locals_, self)),
+            ("control flow", lambda n: control_flow.lower(n, namer, src.unsupported)),
+            ("A-normal form", lambda n: anf.normalize(n, namer, src.unsupported)),
+        ):
+            node = run(node)
+            if verbose:
+                print(f"# --- {module_name} after {step}\n{to_source(node)}\n")
+        function = Function(src, module_name, node, namer, [a.id for a in node.args.args])
+        self.functions[key] = function
+        self.by_name[module_name] = function

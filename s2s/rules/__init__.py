@@ -1,0 +1,158 @@
+"""Derivative rules: one table per library, keyed by the real function object.
+
+Each rule lists the function's parameters (as a Python signature), the
+forward rule (the tangent of the result, ``z``) and the reverse rule (the
+adjoint contribution to each differentiable parameter) side by side, as
+Python expressions. In templates ``z`` is the result, ``z_adj`` its adjoint,
+``x_dot`` the tangent of parameter ``x``; ``np``, ``math`` and ``rt``
+(``s2s_runtime``) are available:
+
+    >>> import numpy as np
+    >>> rule = lookup(np.sin)
+    >>> rule.jvp, rule.vjp["x"]
+    ('x_dot * np.cos(x)', 'z_adj * np.cos(x)')
+
+A function that is differentiable in none of its arguments (``np.floor``,
+``len``) is registered with :func:`defnondiff`; a parameter that carries no
+derivative (an ``axis``) is listed in ``nondiff``. Anything else reached on
+an active path without a rule is an error, never a zero.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass, field
+
+import gast
+
+__all__ = ["Rule", "defrule", "defnondiff", "lookup", "template", "canonical_name"]
+
+_RULES: dict = {}
+_NAMES: dict = {}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The forward and reverse derivative of one function."""
+
+    fn: object
+    name: str
+    params: tuple[str, ...]
+    defaults: dict = field(default_factory=dict)  # parameter -> default, as source text
+    jvp: str | None = None
+    vjp: dict = field(default_factory=dict)  # parameter -> adjoint contribution, as source text
+    nondiff: frozenset = frozenset()  # parameters without a derivative
+    differentiable: bool = True
+    sequences: frozenset = frozenset()  # parameters taking a sequence of arrays
+    view: bool = False  # the result may share memory with the first argument
+    impl: str | None = None  # how generated code calls it, where Numba lacks the NumPy spelling
+    impl_when: frozenset = frozenset()  # call `impl` only when one of these is passed (empty: always)
+
+    def bind(self, args: list, keywords: dict) -> dict | None:
+        """Map call arguments to parameter names (defaults as parsed source); None if they do not fit."""
+        if len(args) > len(self.params):
+            return None
+        bound = dict(zip(self.params, args))
+        for key, value in keywords.items():
+            if key not in self.params or key in bound:
+                return None
+            bound[key] = value
+        for name in self.params:
+            if name not in bound:
+                if name not in self.defaults:
+                    return None
+                bound[name] = template(self.defaults[name])
+        return bound
+
+
+def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
+    node = ast.parse(f"def f({params}): pass").body[0].args
+    names = tuple(a.arg for a in node.args)
+    defaults = {a.arg: ast.unparse(d) for a, d in zip(node.args[len(node.args) - len(node.defaults):],
+                                                      node.defaults)}
+    return names, defaults
+
+
+def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
+            sequences: tuple = (), view: bool = False, name: str | None = None,
+            impl: str | None = None, impl_when: tuple = ()) -> Rule:
+    """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
+
+    ``vjp`` is one expression (for a function of one differentiable
+    parameter), a tuple in the order of the differentiable parameters, or a
+    dict keyed by parameter name.
+
+        >>> import math
+        >>> defrule(math.sin, "x", jvp="x_dot * math.cos(x)", vjp="z_adj * math.cos(x)").name
+        'math.sin'
+    """
+    names, defaults = _parse_params(params)
+    diff = [p for p in names if p not in nondiff]
+    if vjp is None:
+        vjp = {}
+    elif isinstance(vjp, str):
+        vjp = {diff[0]: vjp}
+    elif isinstance(vjp, tuple):
+        vjp = dict(zip(diff, vjp))
+    rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
+                True, frozenset(sequences), view, impl, frozenset(impl_when))
+    _RULES[fn] = rule
+    return rule
+
+
+def defnondiff(params: str, *fns, view: bool = False, impl: str | None = None) -> None:
+    """Register functions whose result carries no derivative (``np.floor``, ``len``)."""
+    names, defaults = _parse_params(params)
+    for fn in fns:
+        _RULES[fn] = Rule(fn, canonical_name(fn), names, defaults, differentiable=False, view=view,
+                          nondiff=frozenset(names), impl=impl)
+
+
+def lookup(fn) -> Rule | None:
+    """The rule registered for ``fn``, or None."""
+    _load_tables()
+    try:
+        return _RULES.get(fn)
+    except TypeError:  # unhashable
+        return None
+
+
+def register_name(fn, name: str) -> None:
+    """Spell ``fn`` as ``name`` in generated code (``np.linalg.norm``)."""
+    _NAMES[fn] = name
+
+
+def canonical_name(fn) -> str | None:
+    """How generated code names ``fn``: ``np.sin``, ``math.exp``, ``abs``, or None."""
+    import builtins
+    import math
+
+    import numpy as np
+
+    if fn in _NAMES:
+        return _NAMES[fn]
+    name = getattr(fn, "__name__", None)
+    if name is None:
+        return None
+    for prefix, module in (("np", np), ("np.linalg", np.linalg), ("math", math), ("", builtins)):
+        if getattr(module, name, None) is fn:
+            return f"{prefix}.{name}" if prefix else name
+    return None
+
+
+@functools.cache
+def _template_cached(text: str) -> gast.expr:
+    return gast.parse(text, mode="eval").body
+
+
+def template(text: str) -> gast.expr:
+    """A fresh gast expression parsed from ``text``."""
+    import copy
+
+    return copy.deepcopy(_template_cached(text))
+
+
+@functools.cache
+def _load_tables() -> None:
+    from . import builtin_rules, math_rules, numpy_rules, operator_rules  # noqa: F401
