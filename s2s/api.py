@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import re
 import traceback
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import numpy as np
 from .analysis.types import typeof_value
 from .backend import load
 from .build import Builder, Module
-from .errors import InputError, S2SError
+from .errors import CompileError, InputError, S2SError, summarize
 
 __all__ = ["grad", "value_and_grad", "source", "Transformed", "TARGETS"]
 
@@ -98,9 +99,27 @@ class Transformed:
                               self.has_aux, self.target)
             module = builder.module(key)
             namespace = load(module)
-            entry = _Entry(module, namespace[module.entry])
+            function = namespace[module.entry]
+            if self.target == "cpu":
+                try:
+                    function.compile(key)
+                except Exception as exc:
+                    raise self._compile_error(module, exc) from None
+            entry = _Entry(module, function)
             self._entries[key] = entry
         return entry
+
+    def _compile_error(self, module: Module, exc: Exception) -> CompileError:
+        """The Numba error ``exc`` from compiling ``module``, located at the user's line where known."""
+        text = str(exc)
+        lines = re.findall(rf'File "{re.escape(module.filename)}", line (\d+)', text)
+        lineno = module.line_map.get(int(lines[-1])) if lines else None
+        src = getattr(self.fn, "__code__", None)
+        filename = src.co_filename if src else None
+        line = linecache.getline(filename, lineno).rstrip() if filename and lineno else None
+        return CompileError(f"Numba cannot compile the generated {self.transform} of {self.__name__} "
+                            f"({module.filename}): {type(exc).__name__}: {summarize(text)}",
+                            filename if lineno else None, lineno, line)
 
     def __call__(self, *args, **kwargs):
         values, names = self._arguments(args, kwargs)

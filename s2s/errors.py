@@ -17,6 +17,7 @@ __all__ = [
     "NoRuleError",
     "InputError",
     "CompileError",
+    "summarize",
 ]
 
 
@@ -64,3 +65,17 @@ class InputError(S2SError, ValueError):
 
 class CompileError(S2SError):
     """Numba could not type or compile the generated code."""
+
+
+def summarize(text: str) -> str:
+    """The informative lines of a Numba error message, joined on one line."""
+    keep = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("File ", "During:", "raised from", "^", "- Resolution failure",
+                                        "<source", "Failed in nopython mode")):
+            continue
+        keep.append(line.replace("\x1b[1m", "").replace("\x1b[0m", ""))
+        if len(keep) == 3:
+            break
+    return " ".join(keep)

@@ -29,7 +29,7 @@ from numba.core import compiler, errors, typed_passes, types
 from numba.core.registry import cpu_target
 
 from ..codegen import module_source
-from ..errors import CompileError
+from ..errors import CompileError, summarize
 from ..program import Function, Program
 
 __all__ = ["Typer", "Typed", "typeof_value"]
@@ -143,7 +143,7 @@ class Typer:
         text = str(exc)
         lines = re.findall(rf'File "{re.escape(self.filename)}", line (\d+)', text)
         lineno = self.line_map.get(int(lines[-1])) if lines else None
-        summary = _summary(text)
+        summary = summarize(text)
         return CompileError(f"Numba cannot compile {fn.src.name}: {summary}", fn.src.filename, lineno,
                             fn.src.line(lineno))
 
@@ -170,17 +170,3 @@ def recursive_functions(functions) -> set[str]:
                 seen.add(n)
                 todo += graph[n]
     return found
-
-
-def _summary(text: str) -> str:
-    """The informative lines of a Numba error message."""
-    keep = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("File ", "During:", "raised from", "^", "- Resolution failure",
-                                        "<source", "Failed in nopython mode")):
-            continue
-        keep.append(line)
-        if len(keep) == 3:
-            break
-    return " ".join(keep)

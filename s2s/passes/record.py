@@ -76,6 +76,20 @@ def _remove(stmts, dead: set[int]) -> list:
     return out
 
 
+def _drop_empty(stmts) -> list:
+    """``stmts`` without the ``if`` statements and loops left with nothing to do."""
+    out = []
+    for s in stmts:
+        for field_name in ("body", "orelse"):
+            if getattr(s, field_name, None):
+                setattr(s, field_name, _drop_empty(getattr(s, field_name)))
+        empty_if = isinstance(s, gast.If) and all(isinstance(b, gast.Pass) for b in s.body + s.orelse)
+        empty_loop = isinstance(s, (gast.For, gast.While)) and all(isinstance(b, gast.Pass) for b in s.body)
+        if not (empty_if or empty_loop):
+            out.append(s)
+    return out
+
+
 def _first_defs(body, top=True, out=None) -> dict[str, bool]:
     """For each variable: whether its first definition (in source order) is at the top level."""
     out = {} if out is None else out
@@ -95,23 +109,30 @@ def _first_defs(body, top=True, out=None) -> dict[str, bool]:
 
 def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
     """(forward sweep, adjoint sweep, preamble) with only the needed records and their tapes."""
-    reads: list = []
-    _reads(rev, (transform._order_end, frozenset()), reads)
-    by_name: dict[str, list] = {}
-    for n, order, loops in reads:
-        by_name.setdefault(n, []).append((order, loops))
     dead: set[int] = set()
-    kept: dict[str, object] = {}
-    for record in transform.records:
-        s = record["stmt"]
-        order, loops = transform.pos[id(s)], transform.loops[id(s)]
-        needed = any(r_order < order or (r_loops & loops)
-                     for v in record["vars"] for r_order, r_loops in by_name.get(v, ()))
-        if needed:
-            kept[record["tape"]] = record
-        else:
-            dead |= {id(record["push"]), id(record["pop"])}
-    fwd, rev = _remove(fwd, dead), _remove(rev, dead)
+    while True:
+        reads: list = []
+        _reads(rev, (transform._order_end, frozenset()), reads)
+        by_name: dict[str, list] = {}
+        for n, order, loops in reads:
+            by_name.setdefault(n, []).append((order, loops))
+        kept: dict[str, object] = {}
+        newly_dead: set[int] = set()
+        for record in transform.records:
+            if id(record["push"]) in dead:
+                continue
+            s = record["stmt"]
+            order, loops = transform.pos[id(s)], transform.loops[id(s)]
+            needed = any(r_order < order or (r_loops & loops)
+                         for v in record["vars"] for r_order, r_loops in by_name.get(v, ()))
+            if needed:
+                kept[record["tape"]] = record
+            else:
+                newly_dead |= {id(record["push"]), id(record["pop"])}
+        if not newly_dead:
+            break
+        dead |= newly_dead
+        fwd, rev = _remove(fwd, newly_dead), _drop_empty(_remove(rev, newly_dead))
     preamble = []
     first_top = _first_defs(transform.body)
     params = set(transform.fn.params)

@@ -1,25 +1,49 @@
-"""Simplify: tidy generated statements without changing what they compute.
+"""Simplify: tidy a generated function body without changing what it computes.
 
-* arithmetic on literals is folded (``x ** (2 - 1)`` becomes ``x ** 1``, then ``x``);
-* ``pass`` is dropped from blocks that have other statements.
+In order, repeated until nothing changes:
+
+* arithmetic on literals is folded (``x ** (2 - 1)`` becomes ``x``);
+* ``if`` statements with nothing in either branch, and loops with an empty
+  body, go; ``pass`` goes from blocks that have other statements;
+* ``t = v; v = 0.0; v += t`` (a reset undone at once) keeps only ``t = v``;
+* a temporary assigned a literal or a name is replaced by it where that name is unchanged;
+* a temporary (``_t3``, ``_t3_adj``) assigned a pure expression and read
+  once, later in the same block with none of its operands reassigned in
+  between, is replaced by its expression;
+* assignments whose value nothing reads any more go (dead code).
 
     >>> import gast
-    >>> from s2s.astutil import to_source, stmt
-    >>> print(to_source(simplify([stmt("a = z_adj * 2 * x ** (2 - 1)")])[0]))
-    a = z_adj * 2 * x
+    >>> from s2s.astutil import to_source
+    >>> body = gast.parse('''
+    ... _t1 = x.shape
+    ... _t2 = _t1[0]
+    ... y_adj = 0.0
+    ... for i in range(_t2):
+    ...     _t3 = x[i] * 2
+    ...     s = s + _t3
+    ... return s''').body
+    >>> print(to_source(gast.Module(body=simplify(body), type_ignores=[])))
+    for i in range(x.shape[0]):
+        s = s + x[i] * 2
+    return s
 """
 
 from __future__ import annotations
 
+import copy
 import operator
+import re
 
 import gast
 
-from ..astutil import const
+from ..astutil import const, names_read, names_written
 
 __all__ = ["simplify"]
 
 _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
+_TEMP = re.compile(r"^_(t|parts|vjp)\d+(_adj\d*)?$")
+_PURE_PREFIXES = ("np.", "math.", "rt.", "operator.")
+_IMPURE = {"rt.tape"}
 
 
 class _Fold(gast.NodeTransformer):
@@ -35,14 +59,276 @@ class _Fold(gast.NodeTransformer):
         return node
 
 
-def simplify(body: list) -> list:
-    """The simplified statements of ``body`` (changed in place where possible)."""
-    out = []
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, gast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _pure(expr) -> bool:
+    """Whether evaluating ``expr`` has no effect but its value (and may move or go)."""
+    for node in gast.walk(expr):
+        if isinstance(node, gast.Call):
+            name = _dotted(node.func)
+            if not name.startswith(_PURE_PREFIXES) or name in _IMPURE:
+                return False
+        elif not isinstance(node, (gast.expr, gast.expr_context, gast.operator, gast.unaryop, gast.cmpop,
+                                   gast.boolop, gast.Slice, gast.keyword)):
+            return False
+    return True
+
+
+def _loads(node) -> list[str]:
+    return [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
+
+
+def _count_loads(body) -> dict[str, int]:
+    counts: dict[str, int] = {}
     for s in body:
-        if isinstance(s, gast.Pass) and len(body) > 1:
+        for n in _loads(s):
+            counts[n] = counts.get(n, 0) + 1
+    return counts
+
+
+def _writes(s) -> set[str]:
+    """Names a statement may change, subscript and method writes included."""
+    out = set(names_written(s))
+    for node in gast.walk(s):
+        if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store):
+            out |= set(_loads(node.value))
+        if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+            out.add(node.target.id)
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute):
+            out |= set(_loads(node.func.value))
+    return out
+
+
+class _Replace(gast.NodeTransformer):
+    def __init__(self, name, expr):
+        self.name, self.expr, self.done = name, expr, False
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id == self.name and not self.done:
+            self.done = True
+            return self.expr
+        return node
+
+
+def _inline(block, counts) -> bool:
+    """Inline single-use temporaries of ``block``; True if anything changed."""
+    k = 0
+    changed = False
+    while k < len(block):
+        s = block[k]
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and _TEMP.match(s.targets[0].id)
+                and counts.get(s.targets[0].id) == 1 and _pure(s.value)):
+            k += 1
             continue
+        target, operands = s.targets[0].id, set(_loads(s.value))
+        inlined = False
+        for user in block[k + 1:]:
+            if target in _loads(user):
+                replace = _Replace(target, s.value)
+                if isinstance(user, gast.If) and target in _header_loads(user):
+                    user.test = replace.visit(user.test)
+                elif isinstance(user, gast.For) and target in _header_loads(user):
+                    user.iter = replace.visit(user.iter)
+                elif not isinstance(user, (gast.If, gast.For, gast.While)):
+                    replace.visit(user)
+                inlined = replace.done
+                break
+            if operands & _writes(user):
+                break
+        if inlined:
+            del block[k]
+            changed = True
+        else:
+            k += 1
+    return changed
+
+
+def _count_defs(body) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for s in body:
+        for node in gast.walk(s):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+                counts[node.id] = counts.get(node.id, 0) + 1
+            if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+                counts[node.target.id] = counts.get(node.target.id, 0) + 1
+    return counts
+
+
+def _propagate(block, defs) -> bool:
+    """Replace a temporary holding a literal or another name by it, where that name is unchanged."""
+    changed = False
+    k = 0
+    while k < len(block):
+        s = block[k]
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and _TEMP.match(s.targets[0].id) and defs.get(s.targets[0].id) == 1
+                and isinstance(s.value, (gast.Name, gast.Constant))):
+            k += 1
+            continue
+        target = s.targets[0].id
+        source = s.value.id if isinstance(s.value, gast.Name) else None
+        complete = True
+        for user in block[k + 1:]:
+            if target in _loads(user):
+                if isinstance(user, (gast.If, gast.For, gast.While)):
+                    header_only = target not in names_read(gast.Module(body=user.body + user.orelse,
+                                                                       type_ignores=[]))
+                    if not header_only or isinstance(user, gast.While):
+                        complete = False
+                        break
+                    if isinstance(user, gast.If):
+                        user.test = _ReplaceAll(target, s.value).visit(user.test)
+                    else:
+                        user.iter = _ReplaceAll(target, s.value).visit(user.iter)
+                else:
+                    _ReplaceAll(target, s.value).visit(user)
+            if source is not None and source in _writes(user):
+                complete = target not in _loads(gast.Module(body=block[block.index(user) + 1:], type_ignores=[]))
+                break
+        if complete and target not in _loads(gast.Module(body=block[k + 1:], type_ignores=[])):
+            del block[k]
+            changed = True
+        else:
+            k += 1
+    return changed
+
+
+class _ReplaceAll(gast.NodeTransformer):
+    def __init__(self, name, expr):
+        self.name, self.expr = name, expr
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id == self.name:
+            return copy.deepcopy(self.expr)
+        return node
+
+
+def _is_assign(s, target=None, value_type=None) -> bool:
+    return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+            and (target is None or s.targets[0].id == target)
+            and (value_type is None or isinstance(s.value, value_type)))
+
+
+def _cancel_resets(block) -> bool:
+    """``t = v; v = 0.0; ...; v += t`` leaves ``v`` as it was: keep only ``t = v``.
+
+    Also ``v = 0.0; v += c`` (``c`` a literal) becomes ``v = c``.
+    """
+    for k in range(len(block) - 1):
+        a, b = block[k], block[k + 1]
+        if _is_assign(a, value_type=gast.Constant) and isinstance(b, gast.AugAssign) \
+                and isinstance(b.target, gast.Name) and b.target.id == a.targets[0].id \
+                and isinstance(b.value, gast.Constant) and a.value.value == 0.0:
+            block[k] = gast.Assign(targets=a.targets, value=b.value, type_comment=None)
+            del block[k + 1]
+            return True
+        if not (_is_assign(a, value_type=gast.Name) and _is_assign(b, a.value.id, gast.Constant)
+                and b.value.value == 0.0):
+            continue
+        t, v = a.targets[0].id, a.value.id
+        for j in range(k + 2, len(block)):
+            c = block[j]
+            if isinstance(c, gast.AugAssign) and isinstance(c.target, gast.Name) and c.target.id == v \
+                    and isinstance(c.value, gast.Name) and c.value.id == t:
+                del block[j]
+                del block[k + 1]
+                return True
+            if {t, v} & (set(_loads(c)) | _writes(c)):
+                break
+    return False
+
+
+def _header_loads(s) -> set[str]:
+    if isinstance(s, gast.If):
+        return set(_loads(s.test))
+    if isinstance(s, gast.For):
+        return set(_loads(s.iter))
+    return set()
+
+
+def _tidy(block) -> list:
+    out = []
+    for s in block:
         for field_name in ("body", "orelse"):
             if getattr(s, field_name, None):
-                setattr(s, field_name, simplify(getattr(s, field_name)))
-        out.append(_Fold().visit(s))
-    return out
+                setattr(s, field_name, _tidy(getattr(s, field_name)))
+        s = _Fold().visit(s)
+        if isinstance(s, gast.If) and all(isinstance(b, gast.Pass) for b in s.body + s.orelse) \
+                and _pure(s.test):
+            continue
+        if isinstance(s, gast.For) and all(isinstance(b, gast.Pass) for b in s.body) and _pure(s.iter):
+            continue
+        if isinstance(s, (gast.If, gast.For, gast.While)) and not s.body:
+            s.body = [gast.Pass()]
+        out.append(s)
+    pruned = [s for s in out if not isinstance(s, gast.Pass)]
+    return pruned or out[:1]
+
+
+def _dead(block, live_after: set[str], counts) -> bool:
+    """Drop pure assignments to names read nowhere, and trailing dead stores; True if changed."""
+    changed = False
+    live = set(live_after)
+    for k in range(len(block) - 1, -1, -1):
+        s = block[k]
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and _pure(s.value):
+            target = s.targets[0].id
+            if counts.get(target, 0) == 0 or target not in live:
+                del block[k]
+                changed = True
+                continue
+            live.discard(target)
+            live |= set(_loads(s.value))
+            continue
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            for field_name in ("body", "orelse"):
+                inner = getattr(s, field_name, None) or []
+                changed |= _dead_everywhere(inner, counts)
+        live |= set(_loads(s))
+    return changed
+
+
+def _dead_everywhere(block, counts) -> bool:
+    changed = False
+    for k in range(len(block) - 1, -1, -1):
+        s = block[k]
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and _pure(s.value) \
+                and counts.get(s.targets[0].id, 0) == 0:
+            del block[k]
+            changed = True
+        elif isinstance(s, (gast.If, gast.For, gast.While)):
+            for field_name in ("body", "orelse"):
+                changed |= _dead_everywhere(getattr(s, field_name, None) or [], counts)
+    return changed
+
+
+def _all_blocks(block):
+    yield block
+    for s in block:
+        for field_name in ("body", "orelse"):
+            inner = getattr(s, field_name, None)
+            if inner:
+                yield from _all_blocks(inner)
+
+
+def simplify(body: list) -> list:
+    """The simplified statements of ``body`` (a whole function body, ending in its return)."""
+    body = _tidy(body)
+    changed = True
+    while changed:
+        changed = False
+        for block in list(_all_blocks(body)):
+            changed |= _cancel_resets(block)
+            changed |= _propagate(block, _count_defs(body))
+            changed |= _inline(block, _count_loads(body))
+        changed |= _dead(body, set(), _count_loads(body))
+        body = _tidy(body)
+    return body
