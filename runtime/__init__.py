@@ -10,18 +10,24 @@ Python with a Numba implementation beside it, so the same source runs under
     6.0
 """
 
-from .broadcast import extremum_vjp, reduced_count, reversed_range, reversed_steps, unbroadcast, unreduce
-from .tape import Tape, tape
+from .broadcast import (
+    extremum_vjp,
+    reduced_count,
+    reserve,
+    reversed_range,
+    reversed_steps,
+    unbroadcast,
+    unreduce,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tape",
     "extremum_vjp",
     "reduced_count",
+    "reserve",
     "reversed_range",
     "reversed_steps",
-    "tape",
     "unbroadcast",
     "unreduce",
 ]

@@ -22,7 +22,7 @@ import numpy as np
 from numba.core import types
 from numba.core.extending import overload, register_jitable
 
-__all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps"]
+__all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve"]
 
 
 def unbroadcast(g, like):
@@ -192,3 +192,18 @@ def reversed_steps(start, step, count):
     [4, 1]
     """
     return range(start + (count - 1) * step, start - step, -step)
+
+
+@register_jitable
+def reserve(tape, need):
+    """``tape`` if it holds ``need`` values, else a copy with room for them (at least doubled).
+
+    >>> reserve(np.zeros(2), 3).shape
+    (4,)
+    """
+    size = tape.shape[0]
+    if size >= need:
+        return tape
+    grown = np.empty(max(need, 2 * size), tape.dtype)
+    grown[:size] = tape
+    return grown

@@ -15,6 +15,7 @@ import inspect
 import linecache
 import re
 import traceback
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ from .analysis.types import typeof_value
 from .backend import load
 from .build import Builder, Module
 from .errors import CompileError, InputError, S2SError, summarize
+from .rules import lookup
 
 __all__ = ["grad", "value_and_grad", "source", "Transformed", "TARGETS"]
 
@@ -55,10 +57,7 @@ class Transformed:
         self.argnums = argnums
         self.has_aux = has_aux
         self.target = target
-        try:
-            self.signature = inspect.signature(fn)
-        except (TypeError, ValueError):
-            self.signature = None
+        self.signature = _signature(fn)
         self._entries: dict = {}
 
     def __repr__(self) -> str:
@@ -176,6 +175,20 @@ class Transformed:
         """The generated module for these example arguments, as Python source."""
         values, _ = self._arguments(args, kwargs)
         return self.entry(values).module.source
+
+
+def _signature(fn) -> inspect.Signature | None:
+    """The parameters a transformed ``fn`` takes (for a function without source: its rule's)."""
+    target = getattr(fn, "py_func", fn)
+    if not isinstance(target, types.FunctionType) and not isinstance(target, Transformed):
+        rule = lookup(target)
+        if rule is not None:
+            return inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                      for p in rule.params if p not in rule.defaults])
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
 
 
 _FLOATS = (np.float32, np.float64)

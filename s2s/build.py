@@ -33,7 +33,7 @@ from .astutil import assign, call, const, name
 from .codegen import module_source
 from .errors import InputError
 from .naming import Namer
-from .passes import record, simplify
+from .passes import record, simplify, tapes
 from .passes.reverse import ReverseTransform
 from .program import Function, Program
 
@@ -53,11 +53,16 @@ class Module:
     filename: str = ""
 
 
-def decorator(target: str) -> str | None:
-    """The decorator generated functions get for ``target``."""
+def decorator(target: str, indexes: bool) -> str | None:
+    """The decorator generated functions get for ``target``.
+
+    Bounds are checked where the user's code indexes arrays (an index out of
+    bounds is then an error, never a wrong number); tape accesses are in
+    bounds by construction.
+    """
     if target == "python":
         return None
-    return "numba.njit(boundscheck=True)"
+    return "numba.njit(boundscheck=True)" if indexes else "numba.njit"
 
 
 class Builder:
@@ -88,7 +93,13 @@ class Builder:
         self._check(root, typed)
         generator = _Generator(program, typer)
         entry = generator.root(typed, self.transform, self.argnums, self.has_aux, self.single)
-        functions = [f.node for f in program.functions.values()] + generator.functions
+        primals = []
+        for f in program.functions.values():
+            node = copy.deepcopy(f.node)
+            node.body = simplify.simplify(node.body, generator.pure)
+            primals.append(node)
+        functions = primals + generator.functions
+        indexes = any(isinstance(n, gast.Subscript) for f in program.functions.values() for n in gast.walk(f.node))
         sig = ", ".join(str(t) for t in arg_types)
         header = (f"s2s {__version__}: {self.transform} of {root.src.name}"
                   f" (argnums={self.argnums[0] if self.single else self.argnums})\n\n"
@@ -98,7 +109,7 @@ class Builder:
         if program.constants:
             header += "constants: " + ", ".join(
                 f"{k} {v.dtype}{list(v.shape)}" for k, v in program.constants.items()) + " (supplied at load)\n"
-        text, line_map = module_source(functions, header, decorator(self.target))
+        text, line_map = module_source(functions, header, decorator(self.target, indexes))
         return Module(text, entry, line_map, dict(program.constants))
 
     def _check(self, root: Function, typed: Typed) -> None:
@@ -121,6 +132,24 @@ class Builder:
                              "Use s2s.jacrev or s2s.vjp for non-scalar outputs")
 
 
+def pure_functions(program: Program) -> set[str]:
+    """Names of the program's functions that write into no array (so calls of them may go if unused)."""
+    writers = {f.name for f in program.functions.values()
+               if any(isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) for n in gast.walk(f.node))}
+    calls = {f.name: {n.func.id for n in gast.walk(f.node) if isinstance(n, gast.Call)
+                      and isinstance(n.func, gast.Name) and n.func.id in program.by_name}
+             for f in program.functions.values()}
+    impure = set(writers)
+    changed = True
+    while changed:
+        changed = False
+        for fn_name, callees in calls.items():
+            if fn_name not in impure and callees & impure:
+                impure.add(fn_name)
+                changed = True
+    return set(calls) - impure
+
+
 class _Generator:
     """Generates the entry function and the ``*_vjp`` functions of the callees it reaches."""
 
@@ -129,6 +158,7 @@ class _Generator:
         self.typer = typer
         self.functions: list = []
         self._vjps: dict = {}
+        self.pure = pure_functions(program)
 
     def _transform(self, typed: Typed, active: set[str], seed, outputs=None):
         fn = typed.function
@@ -138,8 +168,8 @@ class _Generator:
             namer.taken.add(seed.id)
         transform = ReverseTransform(typed, activity, namer, self.vjp_of_call, seed)
         fwd, rev = transform.build()
-        fwd, rev, preamble = record.prune(transform, fwd, rev)
-        return transform, activity, namer, fwd, rev, preamble
+        fwd, rev, preamble, scalar_tapes = record.prune(transform, fwd, rev)
+        return transform, activity, namer, fwd, rev, preamble, scalar_tapes
 
     def _entry_copies(self, fn: Function, activity: Activity) -> list:
         """``x = np.copy(x)`` for array parameters the function writes into."""
@@ -158,7 +188,7 @@ class _Generator:
         outputs = None
         if has_aux:
             outputs = [ret.elts[0].id] if isinstance(ret.elts[0], gast.Name) else []
-        t, activity, namer, fwd, rev, preamble = self._transform(typed, active, const(1.0), outputs)
+        t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(typed, active, const(1.0), outputs)
         grads = [self._adjoint_or_zero(params[k], t, activity) for k in argnums]
         grads_node = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
         value = ret.elts[0] if has_aux else ret
@@ -176,7 +206,8 @@ class _Generator:
             result = gast.Tuple(elts=[grads_node, name(aux)], ctx=gast.Load())
         body = self._entry_copies(fn, activity) + preamble + fwd + capture + rev + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
-        self.functions.append(self._function(entry, params, simplify.simplify(body), fn))
+        body = tapes.lower(simplify.simplify(body, self.pure), scalar_tapes)
+        self.functions.append(self._function(entry, params, body, fn))
         return entry
 
     def _adjoint_or_zero(self, param: str, t: ReverseTransform, activity: Activity):
@@ -220,8 +251,9 @@ class _Generator:
         params = callee.params
         active = {p for p, m in zip(params, mask) if m}
         seed_name = Namer(callee.namer.taken).fresh("out_adj")
-        t, activity, namer, fwd, rev, preamble = self._transform(typed, active, name(seed_name))
+        t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(typed, active, name(seed_name))
         grads = [self._adjoint_or_zero(p, t, activity) for p, m in zip(params, mask) if m]
         result = gast.Tuple(elts=grads, ctx=gast.Load())
         body = self._entry_copies(callee, activity) + preamble + fwd + rev + [gast.Return(value=result)]
-        self.functions.append(self._function(vjp_name, params + [seed_name], simplify.simplify(body), callee))
+        body = tapes.lower(simplify.simplify(body, self.pure), scalar_tapes)
+        self.functions.append(self._function(vjp_name, params + [seed_name], body, callee))

@@ -115,6 +115,7 @@ class Activity:
         self.flows: list[tuple[str, list[str], gast.stmt]] = []  # target <- sources
         self.unknown: list[tuple[str, list[str], gast.stmt, str]] = []
         self.aliases: dict[str, set[str]] = {}
+        self.inplace: list = []
         self._collect(self.fn.node.body)
         self.varied = {p for p in active_params if typed.is_float(p)}
         if outputs is None:
@@ -150,6 +151,8 @@ class Activity:
 
     def _assign(self, s) -> None:
         target, value = s.targets[0], s.value
+        if getattr(s, "s2s_inplace", False) and isinstance(target, gast.Name) and self.typed.is_array(target.id):
+            self.inplace.append(s)
         if isinstance(target, gast.Subscript):
             self._flow(target.value.id, _atoms(value), s)
             return
@@ -220,6 +223,14 @@ class Activity:
                             changed = True
 
     def _check(self) -> None:
+        for s in self.inplace:
+            target = s.targets[0].id
+            group = self.alias_class(target) - ({s.value.id} if isinstance(s.value, gast.Name) else set())
+            if len(group) > 1:
+                others = ", ".join(sorted(group - {target}))
+                raise self.fn.src.unsupported(
+                    f"an in-place `{target} op= ...` on an array that may share memory with `{others}`", s,
+                    hint=f"write `{target}[...] = {target} op ...` to change it in place, or copy it first")
         for target, sources, s, label in self.unknown:
             if target in self.useful and any(x in self.varied for x in sources):
                 raise self.fn.src.error(NoRuleError, f"no derivative rule for `{label}`, which an active "

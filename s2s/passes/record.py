@@ -6,24 +6,21 @@ reads the variable at a point that runs, in the forward order, *before* the
 definition: textually earlier, or in a loop around both. Every other pair
 restores a value nobody reads, and goes.
 
-Kept tapes are created once at the top (``x_tape = rt.tape(np.float64)``
-for scalars, ``x_tape = []`` for arrays); a ``range`` loop reserves room for
-one push per iteration; a recorded variable first defined inside a loop or
-branch gets a placeholder of its type at the top, so that the first push
-has a value to save.
+A recorded variable first defined inside a loop or branch gets a
+placeholder of its type at the top, so that the first push has a value to
+save. Arrays are recorded on lists (``x_tape = []``: a reference, not a
+copy); scalar tapes are lowered to arrays by :mod:`s2s.passes.tapes`.
 
     >>> # see s2s.passes.reverse for a generated example
 """
 
 from __future__ import annotations
 
-import copy
-
 import gast
 import numpy as np
 from numba.core import types
 
-from ..astutil import assign, call, const, dotted, name
+from ..astutil import assign, call, const, dotted
 
 __all__ = ["prune"]
 
@@ -108,7 +105,11 @@ def _first_defs(body, top=True, out=None) -> dict[str, bool]:
 
 
 def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
-    """(forward sweep, adjoint sweep, preamble) with only the needed records and their tapes."""
+    """(forward sweep, adjoint sweep, preamble, scalar tapes) with only the needed records.
+
+    Array values are recorded on lists made in the preamble; the scalar tapes
+    (name → (counter name, dtype)) are made by :mod:`s2s.passes.tapes`.
+    """
     dead: set[int] = set()
     while True:
         reads: list = []
@@ -137,12 +138,13 @@ def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
     first_top = _first_defs(transform.body)
     params = set(transform.fn.params)
     placed = set()
+    scalars: dict[str, tuple[str, str]] = {}
     for tape, record in kept.items():
         t = record["type"]
         is_scalar = isinstance(t, (types.Number, types.Boolean)) if record["kind"] == "var" else \
             not isinstance(t, types.Array)
         if is_scalar:
-            preamble.append(assign(tape, call("rt.tape", dotted(_dtype_spelling(t)))))
+            scalars[tape] = (transform.namer.derived(tape, "top"), _dtype_spelling(t))
         else:
             preamble.append(assign(tape, gast.List(elts=[], ctx=gast.Load())))
         if record["kind"] == "var":
@@ -154,30 +156,5 @@ def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
                 preamble.append(assign(var, value))
                 placed.add(var)
     for tape in sorted(transform.counter_tapes):
-        preamble.append(assign(tape, call("rt.tape", dotted("np.int64"))))
-    scalar_tapes = {tape for tape, r in kept.items() if isinstance(r["type"], (types.Number, types.Boolean))
-                    and r["kind"] == "var"}
-    fwd = _reserve(fwd, scalar_tapes)
-    return fwd, rev, preamble
-
-
-def _reserve(stmts, scalar_tapes) -> list:
-    """Before each ``range`` loop, reserve one slot per iteration on the tapes its body pushes to."""
-    out = []
-    for s in stmts:
-        for field_name in ("body", "orelse"):
-            if getattr(s, field_name, None):
-                setattr(s, field_name, _reserve(getattr(s, field_name), scalar_tapes))
-        if isinstance(s, gast.For) and hasattr(s, "s2s_reserve"):
-            pushed = [b.value.func.value.id for b in s.body if isinstance(b, gast.Expr)
-                      and isinstance(b.value, gast.Call) and isinstance(b.value.func, gast.Attribute)
-                      and b.value.func.attr == "append" and isinstance(b.value.func.value, gast.Name)
-                      and b.value.func.value.id in scalar_tapes]
-            args = s.iter.args
-            trip = args[0] if len(args) == 1 else call("len", call("range", *args))
-            for tape in dict.fromkeys(pushed):
-                reserve = gast.Expr(value=call(gast.Attribute(value=name(tape), attr="reserve",
-                                                              ctx=gast.Load()), copy.deepcopy(trip)))
-                out.append(reserve)
-        out.append(s)
-    return out
+        scalars[tape] = (transform.namer.derived(tape, "top"), "np.int64")
+    return fwd, rev, preamble, scalars

@@ -69,12 +69,15 @@ def _dotted(node) -> str:
     return ".".join(reversed(parts))
 
 
+_PURE_FUNCTIONS: set[str] = set()
+
+
 def _pure(expr) -> bool:
     """Whether evaluating ``expr`` has no effect but its value (and may move or go)."""
     for node in gast.walk(expr):
         if isinstance(node, gast.Call):
             name = _dotted(node.func)
-            if not name.startswith(_PURE_PREFIXES) or name in _IMPURE:
+            if (not name.startswith(_PURE_PREFIXES) or name in _IMPURE) and name not in _PURE_FUNCTIONS:
                 return False
         elif not isinstance(node, (gast.expr, gast.expr_context, gast.operator, gast.unaryop, gast.cmpop,
                                    gast.boolop, gast.Slice, gast.keyword)):
@@ -114,7 +117,7 @@ class _Replace(gast.NodeTransformer):
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id == self.name and not self.done:
             self.done = True
-            return self.expr
+            return copy.deepcopy(self.expr)
         return node
 
 
@@ -319,8 +322,13 @@ def _all_blocks(block):
                 yield from _all_blocks(inner)
 
 
-def simplify(body: list) -> list:
-    """The simplified statements of ``body`` (a whole function body, ending in its return)."""
+def simplify(body: list, pure_functions=()) -> list:
+    """The simplified statements of ``body`` (a whole function body, ending in its return).
+
+    ``pure_functions`` names generated functions whose calls have no effect but their value.
+    """
+    _PURE_FUNCTIONS.clear()
+    _PURE_FUNCTIONS.update(pure_functions)
     body = _tidy(body)
     changed = True
     while changed:
