@@ -225,11 +225,11 @@ class Activity:
     def _check(self) -> None:
         for s in self.inplace:
             target = s.targets[0].id
-            group = self.alias_class(target) - ({s.value.id} if isinstance(s.value, gast.Name) else set())
-            if len(group) > 1:
-                others = ", ".join(sorted(group - {target}))
+            others = self._live_views(target, s) - ({s.value.id} if isinstance(s.value, gast.Name) else set())
+            if others:
                 raise self.fn.src.unsupported(
-                    f"an in-place `{target} op= ...` on an array that may share memory with `{others}`", s,
+                    f"an in-place `{target} op= ...` on an array that shares memory with "
+                    f"`{', '.join(sorted(others))}`", s,
                     hint=f"write `{target}[...] = {target} op ...` to change it in place, or copy it first")
         for target, sources, s, label in self.unknown:
             if target in self.useful and any(x in self.varied for x in sources):
@@ -237,18 +237,65 @@ class Activity:
                                         "value reaches (s2s never treats a call it cannot differentiate "
                                         "as constant)", s)
         for target, _sources, s in self.flows:
-            if isinstance(s.targets[0], gast.Subscript):
-                group = self.alias_class(target)
-                if len(group) > 1 and any(n in self.active for n in group):
-                    others = ", ".join(sorted(group - {target}))
+            if isinstance(s.targets[0], gast.Subscript) and any(n in self.active for n in self.alias_class(target)):
+                others = self._live_views(target, s)
+                if others:
                     raise self.fn.src.unsupported(
-                        f"writing into `{target}`, which may share memory with `{others}`", s,
-                        hint="write into a copy (`.copy()`) or into the array itself")
+                        f"writing into `{target}` while `{', '.join(sorted(others))}`, which shares its memory, "
+                        "is read later", s, hint="write into a copy (`.copy()`), or read through one name only")
+
+    def _live_views(self, target: str, write) -> set[str]:
+        """Other names of ``target``'s memory that exist before ``write`` and are read after it.
+
+        Reading through one name what was written through another is what an
+        adjoint of views would get wrong; views made after the write are fine.
+        """
+        if not hasattr(self, "_order"):
+            self._order = _Order(self.fn.node.body)
+            for param in self.fn.params:
+                self._order.defs.setdefault(param, []).append((-1, frozenset()))
+        order = self._order
+        w_pos, w_loops = order.pos[id(write)], order.loops[id(write)]
+        live = set()
+        for other in self.alias_class(target) - {target}:
+            defined_before = any(p < w_pos or loops & w_loops for p, loops in order.defs.get(other, ()))
+            read_after = any(p > w_pos or loops & w_loops for p, loops in order.reads.get(other, ()))
+            if defined_before and read_after:
+                live.add(other)
+        return live
 
     # ---------------------------------------------------------------- query
     def is_active(self, node) -> bool:
         """Whether an atom (or any name in a tuple of atoms) is active."""
         return any(n in self.active for n in _atoms(node))
+
+
+class _Order:
+    """Pre-order positions and enclosing loops of statements; where each name is defined and read."""
+
+    def __init__(self, body):
+        self.pos: dict[int, int] = {}
+        self.loops: dict[int, frozenset] = {}
+        self.defs: dict[str, list] = {}
+        self.reads: dict[str, list] = {}
+        self._walk(body, frozenset())
+
+    def _walk(self, body, loops) -> None:
+        for s in body:
+            here = len(self.pos)
+            self.pos[id(s)], self.loops[id(s)] = here, loops
+            inner = loops | {id(s)} if isinstance(s, (gast.For, gast.While)) else loops
+            heads = [s.test] if isinstance(s, (gast.If, gast.While)) else [s.iter, s.target] \
+                if isinstance(s, gast.For) else [s]
+            for head in heads:
+                for node in gast.walk(head):
+                    if isinstance(node, gast.Attribute) and node.attr in ("shape", "ndim", "size", "dtype"):
+                        node.value.s2s_shape_only = True
+                    if isinstance(node, gast.Name) and not getattr(node, "s2s_shape_only", False):
+                        table = self.defs if isinstance(node.ctx, gast.Store) else self.reads
+                        table.setdefault(node.id, []).append((here, inner if isinstance(s, gast.For) else loops))
+            for field_name in ("body", "orelse"):
+                self._walk(getattr(s, field_name, None) or [], inner)
 
 
 def _names_in(node) -> list[str]:
