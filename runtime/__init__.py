@@ -11,7 +11,10 @@ Python with a Numba implementation beside it, so the same source runs under
 """
 
 from .broadcast import (
+    basis,
+    broadcast_like,
     extremum_vjp,
+    jacobian,
     reduced_count,
     reserve,
     reversed_range,
@@ -23,7 +26,10 @@ from .broadcast import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "basis",
+    "broadcast_like",
     "extremum_vjp",
+    "jacobian",
     "reduced_count",
     "reserve",
     "reversed_range",

@@ -22,7 +22,8 @@ import numpy as np
 from numba.core import types
 from numba.core.extending import overload, register_jitable
 
-__all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve"]
+__all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
+           "broadcast_like", "basis", "jacobian"]
 
 
 def unbroadcast(g, like):
@@ -207,3 +208,103 @@ def reserve(tape, need):
     grown = np.empty(max(need, 2 * size), tape.dtype)
     grown[:size] = tape
     return grown
+
+
+def broadcast_like(t, z):
+    """``t`` broadcast to the shape of ``z`` (a fresh array; ``t`` itself where the shapes agree).
+
+    >>> broadcast_like(2.0, np.zeros(3))
+    array([2., 2., 2.])
+    """
+    if np.shape(t) == np.shape(z):
+        return t
+    return np.zeros(np.shape(z)) + t
+
+
+@overload(broadcast_like)
+def _broadcast_like_nb(t, z):
+    if not isinstance(z, types.Array):
+        return lambda t, z: t
+    if isinstance(t, types.Array) and t.ndim == z.ndim:
+
+        def same_rank(t, z):
+            if t.shape == z.shape:
+                return np.asarray(t)
+            return np.zeros(z.shape) + t
+
+        return same_rank
+    return lambda t, z: np.zeros(z.shape) + t
+
+
+def basis(count, offset, x):
+    """``count`` directions in the space of ``x``: direction ``offset + j`` is the ``j``-th unit vector.
+
+    The result has shape ``(count,) + np.shape(x)``; directions outside
+    ``x``'s ``offset : offset + x.size`` are zero.
+
+    >>> basis(3, 1, np.zeros(2))
+    array([[0., 0.],
+           [1., 0.],
+           [0., 1.]])
+    """
+    size = np.size(x)
+    out = np.zeros((count, size))
+    for j in range(size):
+        out[offset + j, j] = 1.0
+    return out.reshape((count,) + np.shape(x))
+
+
+@overload(basis)
+def _basis_nb(count, offset, x):
+    if isinstance(x, types.Array):
+
+        def array_impl(count, offset, x):
+            out = np.zeros((count, x.size))
+            for j in range(x.size):
+                out[offset + j, j] = 1.0
+            return out.reshape((count,) + x.shape)
+
+        return array_impl
+
+    def scalar_impl(count, offset, x):
+        out = np.zeros(count)
+        out[offset] = 1.0
+        return out
+
+    return scalar_impl
+
+
+def jacobian(t_dot, out, offset, x):
+    """The block of a forward-mode Jacobian for input ``x``, laid out as JAX does: ``out.shape + x.shape``.
+
+    ``t_dot`` holds one tangent of ``out`` per direction (a leading axis);
+    directions ``offset : offset + x.size`` are the unit vectors of ``x``.
+
+    >>> t_dot = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])   # 3 directions, out of shape (2,)
+    >>> jacobian(t_dot, np.zeros(2), 1, np.zeros(2))
+    array([[3., 5.],
+           [4., 6.]])
+    """
+    count = np.shape(t_dot)[0]
+    size = np.size(x)
+    flat = np.reshape(t_dot, (count, -1))[offset:offset + size]
+    block = np.ascontiguousarray(flat.T).reshape(np.shape(out) + np.shape(x))
+    return block if block.ndim else float(block)
+
+
+@overload(jacobian)
+def _jacobian_nb(t_dot, out, offset, x):
+    out_array, x_array = isinstance(out, types.Array), isinstance(x, types.Array)
+    if not out_array and not x_array:
+        return lambda t_dot, out, offset, x: t_dot[offset]
+    if not out_array:
+        return lambda t_dot, out, offset, x: t_dot[offset:offset + x.size].copy().reshape(x.shape)
+    if not x_array:
+        return lambda t_dot, out, offset, x: t_dot[offset].copy()
+
+    def impl(t_dot, out, offset, x):
+        count = t_dot.shape[0]
+        flat = np.ascontiguousarray(t_dot).reshape((count, out.size))[offset:offset + x.size]
+        return np.ascontiguousarray(flat.T).reshape(out.shape + x.shape)
+
+    return impl

@@ -10,7 +10,20 @@
 
 __version__ = "0.1.0"
 
-from .api import Transformed, grad, source, value_and_grad  # noqa: E402
+from .api import (  # noqa: E402
+    Transformed,
+    grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jit,
+    jvp,
+    linearize,
+    source,
+    value_and_grad,
+    vjp,
+)
 from .check import check_grads  # noqa: E402
 from .errors import CompileError, InputError, NoRuleError, S2SError, UnsupportedError  # noqa: E402
 
@@ -23,6 +36,14 @@ __all__ = [
     "UnsupportedError",
     "check_grads",
     "grad",
+    "hessian",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
+    "jit",
+    "jvp",
+    "linearize",
     "source",
     "value_and_grad",
+    "vjp",
 ]

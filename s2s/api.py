@@ -1,4 +1,9 @@
-"""The public transforms: ``grad``, ``value_and_grad`` and ``source``, with JAX's arguments.
+"""The public transforms, with JAX's names and arguments.
+
+``grad``, ``value_and_grad``, ``jacfwd``, ``jacrev``, ``jacobian``,
+``hessian`` and ``jit`` return functions; ``jvp``, ``vjp`` and ``linearize``
+evaluate at a point. Transforms compose: the output of one is generated
+Python source, which the next one transforms again.
 
     >>> import numpy as np
     >>> import s2s
@@ -26,9 +31,11 @@ from .build import Builder, Module
 from .errors import CompileError, InputError, S2SError, summarize
 from .rules import lookup
 
-__all__ = ["grad", "value_and_grad", "source", "Transformed", "TARGETS"]
+__all__ = ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "jvp", "vjp", "linearize",
+           "jit", "source", "Transformed", "TARGETS"]
 
 TARGETS = ("cpu", "python")
+_FLOATS = (np.float32, np.float64)
 
 
 @dataclass
@@ -54,7 +61,7 @@ class Transformed:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.transform = transform
-        self.argnums = argnums
+        self.argnums = argnums if isinstance(argnums, int) else tuple(argnums)
         self.has_aux = has_aux
         self.target = target
         self.signature = _signature(fn)
@@ -63,15 +70,17 @@ class Transformed:
     def __repr__(self) -> str:
         return f"<s2s.{self.transform} of {getattr(self.fn, '__qualname__', self.fn)} (target={self.target})>"
 
-    # ----------------------------------------------------------------- calls
-    def _arguments(self, args, kwargs) -> tuple:
+    # ----------------------------------------------------------- arguments
+    def arguments(self, args, kwargs=None) -> tuple[tuple, list]:
+        """The arguments bound to the function's parameters (defaults applied), checked, and their names."""
+        kwargs = kwargs or {}
         if self.signature is not None:
             try:
                 bound = self.signature.bind(*args, **kwargs)
             except TypeError as exc:
                 raise InputError(f"{self.__name__}: {exc}") from None
             bound.apply_defaults()
-            args = bound.arguments.values()
+            args = tuple(bound.arguments.values())
             names = list(bound.arguments)
         else:
             if kwargs:
@@ -79,8 +88,9 @@ class Transformed:
             names = [f"arg{k}" for k in range(len(args))]
         return tuple(_check_value(v, n, k) for k, (n, v) in enumerate(zip(names, args))), names
 
-    def _argnums(self, count: int) -> tuple[int, ...]:
-        nums = (self.argnums,) if isinstance(self.argnums, int) else tuple(self.argnums)
+    def nums(self, count: int) -> tuple[int, ...]:
+        """``argnums`` as a tuple of non-negative positions."""
+        nums = (self.argnums,) if isinstance(self.argnums, int) else self.argnums
         out = []
         for k in nums:
             if not -count <= k < count:
@@ -88,24 +98,36 @@ class Transformed:
             out.append(k % count)
         return tuple(out)
 
-    def entry(self, args: tuple) -> _Entry:
-        """The compiled entry for the types of ``args`` (built at the first call)."""
+    # -------------------------------------------------------------- entries
+    def entry(self, args: tuple, extra_types: tuple = ()) -> _Entry:
+        """The compiled entry for the types of ``args`` (built at the first call with them)."""
         key = tuple(typeof_value(a) for a in args)
-        entry = self._entries.get(key)
-        if entry is None:
-            nums = self._argnums(len(args))
-            builder = Builder(self.fn, self.transform, nums[0] if isinstance(self.argnums, int) else nums,
-                              self.has_aux, self.target)
-            module = builder.module(key)
-            namespace = load(module)
-            function = namespace[module.entry]
-            if self.target == "cpu":
-                try:
-                    function.compile(key)
-                except Exception as exc:
-                    raise self._compile_error(module, exc) from None
-            entry = _Entry(module, function)
-            self._entries[key] = entry
+        entry = self._entries.get(key + extra_types)
+        if entry is not None:
+            return entry
+        fn, transform, scalar_output = self.fn, self.transform, False
+        if isinstance(fn, Transformed):
+            # Reverse mode over generated code is computed in forward mode: the same derivative.
+            fn = fn.entry(args).function
+            if transform in ("grad", "value_and_grad"):
+                scalar_output = True
+            if transform != "jit":
+                transform = {"grad": "jacfwd", "jacrev": "jacfwd"}.get(transform, transform)
+            if transform not in ("jacfwd", "jvp", "jit"):
+                raise S2SError(f"s2s.{self.transform} of a transformed function is not supported; "
+                               "use grad, jacfwd, jacrev, hessian or jvp")
+        nums = self.nums(len(args))
+        builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
+                          self.target, scalar_output)
+        module = builder.module(key)
+        function = load(module)[module.entry]
+        if self.target == "cpu" and (transform != "vjp" or extra_types):
+            try:
+                function.compile(key + extra_types)
+            except Exception as exc:
+                raise self._compile_error(module, exc) from None
+        entry = _Entry(module, function)
+        self._entries[key + extra_types] = entry
         return entry
 
     def _compile_error(self, module: Module, exc: Exception) -> CompileError:
@@ -113,74 +135,86 @@ class Transformed:
         text = str(exc)
         lines = re.findall(rf'File "{re.escape(module.filename)}", line (\d+)', text)
         lineno = module.line_map.get(int(lines[-1])) if lines else None
-        src = getattr(self.fn, "__code__", None)
-        filename = src.co_filename if src else None
+        code = getattr(getattr(self.fn, "py_func", self.fn), "__code__", None)
+        filename = code.co_filename if code else None
         line = linecache.getline(filename, lineno).rstrip() if filename and lineno else None
         return CompileError(f"Numba cannot compile the generated {self.transform} of {self.__name__} "
                             f"({module.filename}): {type(exc).__name__}: {summarize(text)}",
                             filename if lineno else None, lineno, line)
 
-    def __call__(self, *args, **kwargs):
-        values, names = self._arguments(args, kwargs)
-        entry = self.entry(values)
+    def run(self, values: tuple, names: list, extra: tuple = ()):
+        """Call the entry for ``values`` (plus ``extra`` arguments), explaining failures."""
+        extra_types = tuple(typeof_value(e) for e in extra)
+        entry = self.entry(values, extra_types)
         try:
-            out = entry.function(*values)
+            return entry.function(*values, *extra)
         except Exception as exc:
             raise self._explain(exc, values, names) from exc
-        return self._outputs(out, values)
+
+    def __call__(self, *args, **kwargs):
+        values, names = self.arguments(args, kwargs)
+        return self._outputs(self.run(values, names), values)
 
     def _outputs(self, out, values):
-        nums = self._argnums(len(values))
+        if self.transform == "jit":
+            return out
+        nums = self.nums(len(values))
         single = isinstance(self.argnums, int)
 
-        def cast(g, like):
-            if isinstance(like, np.ndarray):
-                return np.asarray(g, dtype=like.dtype)
-            if isinstance(like, np.floating):
-                return type(like)(g)
-            return float(g)
-
-        def grads(gs):
+        def derivatives(gs):
             if single:
-                return cast(gs, values[nums[0]])
-            return tuple(cast(g, values[k]) for g, k in zip(gs, nums))
+                return _cast(gs, values[nums[0]])
+            return tuple(_cast(g, values[k]) for g, k in zip(gs, nums))
 
-        if self.transform == "grad":
-            if self.has_aux:
-                return grads(out[0]), out[1]
-            return grads(out)
-        primal, gs = out
-        return primal, grads(gs)
+        if self.transform == "value_and_grad":
+            primal, gs = out
+            return primal, derivatives(gs)
+        if self.has_aux:
+            return derivatives(out[0]), out[1]
+        return derivatives(out)
 
     def _explain(self, exc: Exception, values, names) -> Exception:
         """An error naming the argument and the line, found by running the original in Python."""
         if isinstance(exc, S2SError):
             return exc
+        original_fn = self.fn
+        while isinstance(original_fn, Transformed):
+            original_fn = original_fn.fn
         try:
-            self.fn(*[v.copy() if isinstance(v, np.ndarray) else v for v in values])
+            original_fn(*[v.copy() if isinstance(v, np.ndarray) else v for v in values])
         except Exception as original:
-            frames = [f for f in traceback.extract_tb(original.__traceback__)
-                      if f.filename == inspect.getsourcefile(self.fn)]
+            source_file = inspect.getsourcefile(original_fn) if inspect.isfunction(original_fn) else None
+            frames = [f for f in traceback.extract_tb(original.__traceback__) if f.filename == source_file]
             where = frames[-1] if frames else None
             line = where.line if where else ""
             involved = [n for n in names if re.search(rf"\b{re.escape(n)}\b", line or "")]
             shapes = ", ".join(f"`{n}` has shape {np.shape(values[names.index(n)])}" for n in involved)
             message = (f"{self.__name__} fails on these arguments: {type(original).__name__}: {original}"
                        + (f" ({shapes})" if shapes else ""))
-            return InputError(message, where.filename if where else None, where.lineno if where else None,
-                              line)
+            return InputError(message, where.filename if where else None, where.lineno if where else None, line)
         return exc
 
     def source(self, *args, **kwargs) -> str:
         """The generated module for these example arguments, as Python source."""
-        values, _ = self._arguments(args, kwargs)
+        values, _ = self.arguments(args, kwargs)
         return self.entry(values).module.source
+
+
+def _cast(g, like):
+    """A derivative with the dtype of the argument it is taken with respect to."""
+    if isinstance(like, np.ndarray):
+        return np.asarray(g, dtype=like.dtype)
+    if isinstance(like, np.floating):
+        return type(like)(g) if np.ndim(g) == 0 else np.asarray(g, dtype=type(like))
+    return float(g) if np.ndim(g) == 0 else np.asarray(g)
 
 
 def _signature(fn) -> inspect.Signature | None:
     """The parameters a transformed ``fn`` takes (for a function without source: its rule's)."""
+    if isinstance(fn, Transformed):
+        return fn.signature
     target = getattr(fn, "py_func", fn)
-    if not isinstance(target, types.FunctionType) and not isinstance(target, Transformed):
+    if not isinstance(target, types.FunctionType):
         rule = lookup(target)
         if rule is not None:
             return inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -189,9 +223,6 @@ def _signature(fn) -> inspect.Signature | None:
         return inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-
-
-_FLOATS = (np.float32, np.float64)
 
 
 def _check_value(value, name: str, position: int):
@@ -212,6 +243,24 @@ def _check_value(value, name: str, position: int):
                      "s2s takes floats, ints, bools and NumPy arrays")
 
 
+def _is_float(value) -> bool:
+    return isinstance(value, (float, np.floating)) or isinstance(value, np.ndarray) and value.dtype.kind == "f"
+
+
+_shared: dict = {}
+
+
+def _transformed(fn, transform: str, argnums, has_aux: bool, target: str) -> Transformed:
+    """One :class:`Transformed` per function and options, so that its compiled entries are reused."""
+    key = (id(fn), transform, argnums, has_aux, target)
+    hit = _shared.get(key)
+    if hit is None or hit[0] is not fn:
+        hit = (fn, Transformed(fn, transform, argnums, has_aux, target))
+        _shared[key] = hit
+    return hit[1]
+
+
+# ------------------------------------------------------------------ reverse mode
 def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
     """The gradient of a scalar function, compiled with Numba.
 
@@ -246,6 +295,171 @@ def value_and_grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu
     if fn is None:
         return functools.partial(value_and_grad, argnums=argnums, has_aux=has_aux, target=target)
     return Transformed(fn, "value_and_grad", argnums, has_aux, target)
+
+
+def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
+    """The value of ``fn`` at ``primals`` and its pullback: ``pullback(ct)`` is ``ct`` times the Jacobian.
+
+    Returns ``(out, pullback)`` (``(out, pullback, aux)`` with ``has_aux``);
+    ``pullback`` returns one cotangent per primal (None for integer ones).
+
+    >>> import numpy as np, s2s
+    >>> out, pullback = s2s.vjp(lambda x: 2.0 * x, np.array([1.0, 2.0]))
+    >>> pullback(np.array([1.0, 10.0]))
+    (array([ 2., 20.]),)
+    """
+    floats = tuple(k for k, p in enumerate(primals) if _is_float(p))
+    if not floats:
+        raise InputError("vjp needs at least one float argument")
+    t = _transformed(fn, "vjp", floats, has_aux, target)
+    values, names = t.arguments(primals)
+    primal_fn = _transformed(fn, "jit", 0, False, target)
+    result = primal_fn.run(values, names)
+    out = result[0] if has_aux else result
+
+    def pullback(ct):
+        ct = _like(ct, out, "the cotangent")
+        value, grads = t.run(values, names, (ct,))
+        grads = dict(zip(floats, grads))
+        return tuple(_cast(grads[k], values[k]) if k in grads else None for k in range(len(values)))
+
+    return (out, pullback, result[1]) if has_aux else (out, pullback)
+
+
+def jacrev(fn, argnums=0, has_aux: bool = False, target: str = "cpu"):
+    """The Jacobian of ``fn`` by reverse mode: one pullback per output element.
+
+    The result has shape ``out.shape + x.shape`` (a tuple for tuple ``argnums``).
+
+    >>> import numpy as np, s2s
+    >>> s2s.jacrev(lambda x: x[::-1] * 2.0)(np.array([1.0, 2.0]))
+    array([[0., 2.],
+           [2., 0.]])
+    """
+    if isinstance(fn, Transformed):
+        return Transformed(fn, "jacrev", argnums, has_aux, target)
+
+    @functools.wraps(fn)
+    def jacobian_fn(*args):
+        t = _transformed(fn, "vjp", argnums if not isinstance(argnums, list) else tuple(argnums), has_aux, target)
+        values, names = t.arguments(args)
+        nums = t.nums(len(values))
+        primal = _transformed(fn, "jit", 0, False, target).run(values, names)
+        out = np.asarray(primal[0] if has_aux else primal, dtype=np.float64)
+        rows = []
+        for j in range(out.size):
+            ct = np.zeros(out.size)
+            ct[j] = 1.0
+            ct = ct.reshape(out.shape) if out.ndim else float(ct[0])
+            _, grads = t.run(values, names, (ct,))
+            rows.append(grads if isinstance(argnums, int) else list(grads))
+        if isinstance(argnums, int):
+            jac = _cast(np.array(rows).reshape(out.shape + np.shape(values[nums[0]])), values[nums[0]])
+        else:
+            jac = tuple(_cast(np.array([r[i] for r in rows]).reshape(out.shape + np.shape(values[k])), values[k])
+                        for i, k in enumerate(nums))
+        return (jac, primal[1]) if has_aux else jac
+
+    return jacobian_fn
+
+
+jacobian = jacrev
+
+
+# ------------------------------------------------------------------ forward mode
+def jacfwd(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
+    """The Jacobian of ``fn`` by forward mode: every input direction through one generated sweep.
+
+    The result has shape ``out.shape + x.shape`` (a tuple for tuple ``argnums``).
+
+    >>> import numpy as np, s2s
+    >>> s2s.jacfwd(lambda x: x * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    if fn is None:
+        return functools.partial(jacfwd, argnums=argnums, has_aux=has_aux, target=target)
+    return Transformed(fn, "jacfwd", argnums, has_aux, target)
+
+
+def hessian(fn, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
+    """The Hessian of a scalar function: forward mode over the generated gradient.
+
+    >>> import numpy as np, s2s
+    >>> s2s.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    return Transformed(grad(fn, argnums, has_aux, target), "jacfwd", argnums, has_aux, target)
+
+
+def jvp(fn, primals: tuple, tangents: tuple, has_aux: bool = False, target: str = "cpu"):
+    """The value of ``fn`` at ``primals`` and its directional derivative along ``tangents``.
+
+    Returns ``(out, out_tangent)`` (and ``aux`` with ``has_aux``), from one
+    compiled sweep. Each tangent has its primal's shape; integer primals
+    take a zero (or None) tangent.
+
+    >>> import s2s
+    >>> s2s.jvp(lambda x, y: x * y, (2.0, 3.0), (1.0, 0.0))
+    (6.0, 3.0)
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise InputError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    floats = tuple(k for k, p in enumerate(primals) if _is_float(p))
+    if not floats:
+        raise InputError("jvp needs at least one float argument")
+    t = _transformed(fn, "jvp", floats, has_aux, target)
+    values, names = t.arguments(primals)
+    for k, d in enumerate(tangents):
+        if k not in floats and d is not None and np.any(np.asarray(d) != 0):
+            raise InputError(f"the tangent of integer argument `{names[k]}` (position {k}) must be zero or None")
+    dots = tuple(_like(tangents[k], values[k], f"the tangent of `{names[k]}` (position {k})") for k in floats)
+    return t.run(values, names, dots)
+
+
+def linearize(fn, *primals, target: str = "cpu"):
+    """``(out, f_jvp)``: the value at ``primals`` and the linear map ``f_jvp(*tangents)``.
+
+    >>> import s2s
+    >>> out, f_jvp = s2s.linearize(lambda x: x ** 2, 3.0)
+    >>> out, f_jvp(1.0)
+    (9.0, 6.0)
+    """
+    out, _ = jvp(fn, primals, tuple(np.zeros_like(p) if _is_float(p) else None for p in primals), target=target)
+
+    def f_jvp(*tangents):
+        full = []
+        it = iter(tangents)
+        for p in primals:
+            full.append(next(it) if _is_float(p) else None)
+        return jvp(fn, primals, tuple(full), target=target)[1]
+
+    return out, f_jvp
+
+
+def _like(value, primal, what: str):
+    """``value`` as a float64 tangent or cotangent shaped like ``primal``, or an error naming ``what``."""
+    array = np.asarray(value, dtype=np.float64) if value is not None else np.zeros(np.shape(primal))
+    if array.shape != np.shape(primal):
+        raise InputError(f"{what} has shape {array.shape}, but the primal has shape {np.shape(primal)}")
+    if array.dtype.kind not in "fiu":
+        raise InputError(f"{what} has the unsupported dtype {array.dtype}")
+    return np.ascontiguousarray(array) if array.ndim else float(array)
+
+
+# --------------------------------------------------------------------- compile
+def jit(fn=None, target: str = "cpu") -> Transformed:
+    """``fn`` compiled through the s2s pipeline (normalised, then Numba), keeping NumPy's semantics.
+
+    >>> import numpy as np, s2s
+    >>> s2s.jit(lambda p, t: np.sum((p - t) ** 2))(np.ones(3), np.zeros(3))
+    3.0
+    """
+    if fn is None:
+        return functools.partial(jit, target=target)
+    return Transformed(fn, "jit", 0, False, target)
 
 
 def source(transformed: Transformed, *args, **kwargs) -> str:

@@ -34,12 +34,13 @@ from .codegen import module_source
 from .errors import InputError
 from .naming import Namer
 from .passes import record, simplify, tapes
+from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
 from .program import Function, Program
 
 __all__ = ["Builder", "Module"]
 
-TRANSFORMS = ("grad", "value_and_grad")
+TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jit")
 
 
 @dataclass
@@ -69,7 +70,7 @@ class Builder:
     """Generates the module of one transform of ``fn``, per tuple of argument types."""
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
-                 target: str = "cpu"):
+                 target: str = "cpu", scalar_output: bool = False):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -78,6 +79,7 @@ class Builder:
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self.has_aux = has_aux
         self.target = target
+        self.scalar_output = scalar_output  # a gradient computed in forward mode still needs a scalar
 
     def source(self, arg_types: tuple) -> str:
         """The generated module's text for ``arg_types`` (Numba types)."""
@@ -92,7 +94,12 @@ class Builder:
         typed = typer.type(root, arg_types)
         self._check(root, typed)
         generator = _Generator(program, typer)
-        entry = generator.root(typed, self.transform, self.argnums, self.has_aux, self.single)
+        if self.transform == "jit":
+            entry = root.name
+        elif self.transform in ("jvp", "jacfwd"):
+            entry = generator.forward_root(typed, self.transform, self.argnums, self.has_aux, self.single)
+        else:
+            entry = generator.root(typed, self.transform, self.argnums, self.has_aux, self.single)
         primals = []
         for f in program.functions.values():
             node = copy.deepcopy(f.node)
@@ -127,9 +134,16 @@ class Builder:
                 raise InputError(f"has_aux=True needs {root.src.name} to return a pair (output, aux); "
                                  f"it returns {out}")
             out = out.types[0]
-        if not isinstance(out, (types.Float, types.Integer)):
+        if self.transform == "jit":
+            return
+        if (self.transform in ("grad", "value_and_grad") or self.scalar_output) \
+                and not isinstance(out, (types.Float, types.Integer)):
             raise InputError(f"{self.transform} needs {root.src.name} to return a scalar; it returns {out}. "
                              "Use s2s.jacrev or s2s.vjp for non-scalar outputs")
+        if not (isinstance(out, (types.Float, types.Integer)) or isinstance(out, types.Array)
+                and isinstance(out.dtype, (types.Float, types.Integer))):
+            raise InputError(f"{self.transform} needs {root.src.name} to return a float scalar or array; "
+                             f"it returns {out}")
 
 
 def pure_functions(program: Program) -> set[str]:
@@ -158,6 +172,7 @@ class _Generator:
         self.typer = typer
         self.functions: list = []
         self._vjps: dict = {}
+        self._jvps: dict = {}
         self.pure = pure_functions(program)
 
     def _transform(self, typed: Typed, active: set[str], seed, outputs=None):
@@ -188,7 +203,11 @@ class _Generator:
         outputs = None
         if has_aux:
             outputs = [ret.elts[0].id] if isinstance(ret.elts[0], gast.Name) else []
-        t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(typed, active, const(1.0), outputs)
+        seed, inputs = const(1.0), list(params)
+        if transform == "vjp":
+            seed = name(Namer(fn.namer.taken).fresh("ct"))
+            inputs.append(seed.id)
+        t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(typed, active, seed, outputs)
         grads = [self._adjoint_or_zero(params[k], t, activity) for k in argnums]
         grads_node = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
         value = ret.elts[0] if has_aux else ret
@@ -197,9 +216,12 @@ class _Generator:
         if has_aux:
             aux = namer.fresh("_aux")
             capture.append(assign(aux, copy.deepcopy(ret.elts[1])))
-        if transform == "value_and_grad":
+        if transform in ("value_and_grad", "vjp"):
             value_name = namer.fresh("_value")
-            capture.append(assign(value_name, copy.deepcopy(value)))
+            kept = copy.deepcopy(value)
+            if isinstance(value, gast.Name) and typed.is_array(value.id):
+                kept = call("np.copy", kept)  # the adjoint sweep may restore elements of the array
+            capture.append(assign(value_name, kept))
             primal = gast.Tuple(elts=[name(value_name), name(aux)], ctx=gast.Load()) if has_aux else name(value_name)
             result = gast.Tuple(elts=[primal, grads_node], ctx=gast.Load())
         elif has_aux:
@@ -207,7 +229,7 @@ class _Generator:
         body = self._entry_copies(fn, activity) + preamble + fwd + capture + rev + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
         body = tapes.lower(simplify.simplify(body, self.pure), scalar_tapes)
-        self.functions.append(self._function(entry, params, body, fn))
+        self.functions.append(self._function(entry, inputs, body, fn))
         return entry
 
     def _adjoint_or_zero(self, param: str, t: ReverseTransform, activity: Activity):
@@ -257,3 +279,79 @@ class _Generator:
         body = self._entry_copies(callee, activity) + preamble + fwd + rev + [gast.Return(value=result)]
         body = tapes.lower(simplify.simplify(body, self.pure), scalar_tapes)
         self.functions.append(self._function(vjp_name, params + [seed_name], body, callee))
+
+    # ----------------------------------------------------------- forward mode
+    def forward_root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool) -> str:
+        """``f_jvp(params..., tangents of argnums)`` or ``f_jacfwd(params...)`` (all directions at once)."""
+        fn = typed.function
+        params = fn.params
+        active_params = [params[k] for k in argnums]
+        ret = fn.node.body[-1].value
+        outputs = None
+        if has_aux:
+            outputs = [ret.elts[0].id] if isinstance(ret.elts[0], gast.Name) else []
+        activity = Activity(typed, set(active_params), self.program.module_functions(), outputs, "forward")
+        namer = copy.deepcopy(fn.namer)
+        pre, directions, offsets = [], None, []
+        vector = transform == "jacfwd"
+        if vector:
+            count = namer.fresh("_K")
+            sizes = [gast.Attribute(value=name(p), attr="size", ctx=gast.Load()) if typed.is_array(p) else const(1)
+                     for p in active_params]
+            total = sizes[0]
+            for size in sizes[1:]:
+                total = gast.BinOp(left=total, op=gast.Add(), right=size)
+            pre.append(assign(count, total))
+            offset = const(0)
+            for p, size in zip(active_params, sizes):
+                offsets.append(copy.deepcopy(offset))
+                pre.append(assign(namer.tangent(p), call("rt.basis", name(count), copy.deepcopy(offset), name(p))))
+                offset = gast.BinOp(left=offset, op=gast.Add(), right=copy.deepcopy(size))
+            directions = name(count)
+        ft = ForwardTransform(typed, activity, namer, lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
+        body, ret = ft.build()
+        value = ret.elts[0] if has_aux else ret
+        aux = [copy.deepcopy(ret.elts[1])] if has_aux else []
+        if vector:
+            tangent = namer.fresh("_tangent")
+            body.append(assign(tangent, ft.output(value)))
+            blocks = [call("rt.jacobian", name(tangent), copy.deepcopy(value), copy.deepcopy(o), name(p))
+                      for o, p in zip(offsets, active_params)]
+            jac = blocks[0] if single else gast.Tuple(elts=blocks, ctx=gast.Load())
+            result = gast.Tuple(elts=[jac] + aux, ctx=gast.Load()) if has_aux else jac
+        else:
+            result = gast.Tuple(elts=[copy.deepcopy(value), ft.output(value)] + aux, ctx=gast.Load())
+        body = pre + body + [gast.Return(value=result)]
+        entry = self.program.namer.fresh(f"{fn.name}_{transform}")
+        inputs = params + ([namer.tangent(p) for p in active_params] if transform == "jvp" else [])
+        self.functions.append(self._function(entry, inputs, simplify.simplify(body, self.pure), fn))
+        return entry
+
+    def jvp_of_call(self, value: gast.Call, typed: Typed, activity: Activity, vector: bool = False):
+        """(name of the callee's jvp function, indices of the arguments whose tangents it takes)."""
+        callee = self.program.by_name[value.func.id]
+        arg_types = tuple(atom_type(typed, a) for a in value.args)
+        mask = tuple(isinstance(a, gast.Name) and a.id in activity.varied for a in value.args)
+        active_args = [k for k, m in enumerate(mask) if m]
+        if not active_args:
+            return None, []
+        key = (callee.name, arg_types, mask, vector)
+        if key not in self._jvps:
+            jvp_name = self.program.namer.fresh(f"{callee.name}_{'jacfwd' if vector else 'jvp'}")
+            self._jvps[key] = jvp_name
+            typed_callee = self.typer.type(callee, arg_types)
+            params = callee.params
+            active = [p for p, m in zip(params, mask) if m]
+            callee_activity = Activity(typed_callee, set(active), self.program.module_functions(), mode="forward")
+            namer = copy.deepcopy(callee.namer)
+            directions = None
+            if vector:
+                directions = gast.Subscript(value=gast.Attribute(value=name(namer.tangent(active[0])), attr="shape",
+                                                                 ctx=gast.Load()), slice=const(0), ctx=gast.Load())
+            ft = ForwardTransform(typed_callee, callee_activity, namer,
+                                  lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
+            body, ret = ft.build()
+            body = body + [gast.Return(value=gast.Tuple(elts=[copy.deepcopy(ret), ft.output(ret)], ctx=gast.Load()))]
+            inputs = params + [namer.tangent(p) for p in active]
+            self.functions.append(self._function(jvp_name, inputs, simplify.simplify(body, self.pure), callee))
+        return self._jvps[key], active_args

@@ -35,7 +35,7 @@ from ..errors import NoRuleError
 from ..rules import lookup
 from .types import Typed, atom_type, is_float_type
 
-__all__ = ["Activity", "call_rule", "resolve_callable", "float_atom"]
+__all__ = ["Activity", "call_rule", "resolve_callable", "float_atom", "list_method"]
 
 _BINOPS = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv", gast.Pow: "pow",
            gast.MatMult: "matmul", gast.FloorDiv: "floordiv", gast.Mod: "mod"}
@@ -49,6 +49,7 @@ def resolve_callable(path: str):
     import operator
 
     import numpy as np
+
     import s2s_runtime
 
     roots = {"np": np, "math": math, "rt": s2s_runtime, "operator": operator}
@@ -108,13 +109,15 @@ class Activity:
     """Varied, useful and active variables of one typed function."""
 
     def __init__(self, typed: Typed, active_params: set[str], module_functions: set[str] = frozenset(),
-                 outputs: list[str] | None = None):
+                 outputs: list[str] | None = None, mode: str = "reverse"):
         self.typed = typed
+        self.mode = mode  # "reverse" needs reverse rules, "forward" forward rules
         self.fn = typed.function
         self.module_functions = set(module_functions)
         self.flows: list[tuple[str, list[str], gast.stmt]] = []  # target <- sources
         self.unknown: list[tuple[str, list[str], gast.stmt, str]] = []
         self.aliases: dict[str, set[str]] = {}
+        self.edges: list = []  # (name, name, statement making them share memory)
         self.inplace: list = []
         self._collect(self.fn.node.body)
         self.varied = {p for p in active_params if typed.is_float(p)}
@@ -130,9 +133,10 @@ class Activity:
     def _flow(self, target: str, sources: list[str], s) -> None:
         self.flows.append((target, sources, s))
 
-    def _alias(self, a: str, b: str) -> None:
+    def _alias(self, a: str, b: str, s=None) -> None:
         if not (self.typed.is_array(a) and self.typed.is_array(b)):
             return
+        self.edges.append((a, b, s))
         group = self.aliases.get(a, {a}) | self.aliases.get(b, {b})
         for n in group:
             self.aliases[n] = group
@@ -148,6 +152,8 @@ class Activity:
                 self._collect(s.orelse)
             elif isinstance(s, gast.Assign):
                 self._assign(s)
+            elif isinstance(s, gast.Expr) and list_method(s.value) == "append":
+                self._flow(s.value.func.value.id, _atoms(s.value.args[0]), s)
 
     def _assign(self, s) -> None:
         target, value = s.targets[0], s.value
@@ -157,17 +163,21 @@ class Activity:
             self._flow(target.value.id, _atoms(value), s)
             return
         targets = _atoms(target)
-        if isinstance(value, (gast.Name, gast.Tuple)):
+        if isinstance(value, gast.Call) and list_method(value) == "pop":
+            for t in targets:
+                self._flow(t, [value.func.value.id], s)
+            return
+        if isinstance(value, (gast.Name, gast.Tuple, gast.List)):
             sources = _atoms(value)
             for t in targets:
                 self._flow(t, sources, s)
                 if isinstance(value, gast.Name):
-                    self._alias(t, value.id)
+                    self._alias(t, value.id, s)
             return
         if isinstance(value, gast.Subscript):
             for t in targets:
                 self._flow(t, _atoms(value.value), s)
-                self._alias(t, value.value.id)
+                self._alias(t, value.value.id, s)
             return
         if isinstance(value, (gast.Constant, gast.Attribute, gast.Compare, gast.BoolOp)):
             return
@@ -177,7 +187,7 @@ class Activity:
             for t in targets:
                 self._flow(t, sources, s)
                 for src in sources:
-                    self._alias(t, src)
+                    self._alias(t, src, s)
             return
         rule, bound, label = call_rule(value)
         if rule is None or bound is None:
@@ -192,7 +202,7 @@ class Activity:
             if param in rule.nondiff:
                 continue
             names = _atoms(arg)
-            if param not in rule.vjp:
+            if param not in rule.vjp and not (self.mode == "forward" and rule.jvp):
                 for n in names:
                     self.unknown.append((targets[0], [n], s, f"{rule.name} (argument `{param}`)"))
                 continue
@@ -201,7 +211,7 @@ class Activity:
             self._flow(t, sources, s)
             if rule.view and rule.params and rule.params[0] in bound:
                 for n in _atoms(bound[rule.params[0]]):
-                    self._alias(t, n)
+                    self._alias(t, n, s)
 
     # ------------------------------------------------------------ propagate
     def _propagate(self) -> None:
@@ -210,7 +220,7 @@ class Activity:
         while changed:
             changed = False
             for target, sources, s in self.flows:
-                group = self.alias_class(target) if isinstance(s.targets[0], gast.Subscript) else {target}
+                group = self.alias_class(target) if _writes_element(s) else {target}
                 if any(x in self.varied for x in sources):
                     for t in group:
                         if t not in self.varied and is_float(t):
@@ -237,7 +247,7 @@ class Activity:
                                         "value reaches (s2s never treats a call it cannot differentiate "
                                         "as constant)", s)
         for target, _sources, s in self.flows:
-            if isinstance(s.targets[0], gast.Subscript) and any(n in self.active for n in self.alias_class(target)):
+            if _writes_element(s) and any(n in self.active for n in self.alias_class(target)):
                 others = self._live_views(target, s)
                 if others:
                     raise self.fn.src.unsupported(
@@ -245,7 +255,7 @@ class Activity:
                         "is read later", s, hint="write into a copy (`.copy()`), or read through one name only")
 
     def _live_views(self, target: str, write) -> set[str]:
-        """Other names of ``target``'s memory that exist before ``write`` and are read after it.
+        """Other names of ``target``'s memory when ``write`` runs that are read after it.
 
         Reading through one name what was written through another is what an
         adjoint of views would get wrong; views made after the write are fine.
@@ -256,18 +266,33 @@ class Activity:
                 self._order.defs.setdefault(param, []).append((-1, frozenset()))
         order = self._order
         w_pos, w_loops = order.pos[id(write)], order.loops[id(write)]
-        live = set()
-        for other in self.alias_class(target) - {target}:
-            defined_before = any(p < w_pos or loops & w_loops for p, loops in order.defs.get(other, ()))
-            read_after = any(p > w_pos or loops & w_loops for p, loops in order.reads.get(other, ()))
-            if defined_before and read_after:
-                live.add(other)
-        return live
 
-    # ---------------------------------------------------------------- query
-    def is_active(self, node) -> bool:
-        """Whether an atom (or any name in a tuple of atoms) is active."""
-        return any(n in self.active for n in _atoms(node))
+        def before(stmt) -> bool:
+            return order.pos[id(stmt)] < w_pos or bool(order.loops[id(stmt)] & w_loops)
+
+        shared, todo = {target}, [target]
+        while todo:
+            n = todo.pop()
+            for a, b, stmt in self.edges:
+                if n in (a, b) and before(stmt):
+                    other = b if n == a else a
+                    if other not in shared:
+                        shared.add(other)
+                        todo.append(other)
+        return {other for other in shared - {target}
+                if any(p > w_pos or loops & w_loops for p, loops in order.reads.get(other, ()))}
+
+
+def list_method(value) -> str | None:
+    """``"append"`` or ``"pop"`` for ``lst.append(v)`` / ``lst.pop()`` on a local list, else None."""
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
+            and value.func.attr in ("append", "pop") and isinstance(value.func.value, gast.Name):
+        return value.func.attr
+    return None
+
+
+def _writes_element(s) -> bool:
+    return isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript)
 
 
 class _Order:

@@ -68,13 +68,15 @@ class Typed:
 
 
 def is_float_type(t) -> bool:
-    """Float scalars, float arrays, and tuples containing either."""
+    """Float scalars, float arrays, and tuples or lists containing either."""
     if isinstance(t, types.Float):
         return True
     if isinstance(t, types.Array):
         return isinstance(t.dtype, types.Float)
     if isinstance(t, types.BaseTuple):
         return any(is_float_type(e) for e in t.types)
+    if isinstance(t, types.List):
+        return is_float_type(t.dtype)
     return False
 
 

@@ -5,6 +5,7 @@ After this pass every statement is one of
 * ``x = a``, ``x = a op b``, ``x = op a``, ``x = a cmp b``, ``x = a and b``,
   ``x = f(a, (b, c), k=d)``, ``x = a[i, 1:n]``, ``x = a.shape``, ``x = (a, b)``
 * ``x, y = f(a)`` (a call returning a tuple, unpacked at once)
+* ``x = []``, ``x.append(a)``, ``a = x.pop()`` (lists, as generated code records arrays)
 * ``a[i, j] = b`` (an element or slice write)
 * ``if a:``, ``for i in range(a, b, c):``, ``while a:``, ``if a: break``
 * ``return a`` / ``return (a, b)`` (last statement only), ``f(a)``,
@@ -87,6 +88,8 @@ class _ANF:
                 pre += self.assign_to(target, value)
             return pre
         target = s.targets[0]
+        if isinstance(target, gast.Name) and isinstance(s.value, gast.List) and not s.value.elts:
+            return [assign(target.id, gast.List(elts=[], ctx=gast.Load()))]
         if isinstance(target, gast.Name):
             value = self.expr(s.value, pre)
             if not is_atom(value) and target.id in names_read(value):

@@ -42,9 +42,12 @@ ARRAY_METHODS = {
     "copy": np.copy, "squeeze": np.squeeze, "clip": np.clip, "argmax": np.argmax, "argmin": np.argmin,
 }
 
+#: List methods kept as they are (generated code records arrays on lists).
+LIST_METHODS = ("append", "pop")
+
 _ALLOWED_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "T", "real"}
 _BUILTINS_KEPT = {"range", "len", "enumerate", "zip", "print", "reversed", "isinstance"}
-_LIBRARY_PREFIXES = ("numpy", "scipy", "numba", "math", "builtins", "s2s", "jax", "torch")
+_LIBRARY_PREFIXES = ("numpy", "scipy", "numba", "math", "builtins", "s2s", "s2s_runtime", "jax", "torch")
 
 
 def is_user_function(obj) -> bool:
@@ -148,6 +151,10 @@ class _Resolver(gast.NodeTransformer):
         receiver = self.visit(func.value)
         args = [self.visit(a) for a in node.args]
         keywords = {kw.arg: self.visit(kw.value) for kw in node.keywords}
+        if method in LIST_METHODS:
+            node.func.value = receiver
+            node.args = args
+            return node
         if method not in ARRAY_METHODS:
             raise self._unsupported(f"the method `.{method}()`")
         target = ARRAY_METHODS[method]

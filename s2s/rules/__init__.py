@@ -130,12 +130,15 @@ def canonical_name(fn) -> str | None:
 
     import numpy as np
 
+    import s2s_runtime
+
     if fn in _NAMES:
         return _NAMES[fn]
     name = getattr(fn, "__name__", None)
     if name is None:
         return None
-    for prefix, module in (("np", np), ("np.linalg", np.linalg), ("math", math), ("", builtins)):
+    for prefix, module in (("np", np), ("np.linalg", np.linalg), ("math", math), ("rt", s2s_runtime),
+                           ("", builtins)):
         if getattr(module, name, None) is fn:
             return f"{prefix}.{name}" if prefix else name
     return None
@@ -155,4 +158,4 @@ def template(text: str) -> gast.expr:
 
 @functools.cache
 def _load_tables() -> None:
-    from . import builtin_rules, math_rules, numpy_rules, operator_rules  # noqa: F401
+    from . import builtin_rules, math_rules, numpy_rules, operator_rules, runtime_rules  # noqa: F401

@@ -1,0 +1,344 @@
+"""Forward mode: tangent statements interleaved with the primal.
+
+After each active statement ``z = f(x, y)`` comes the tangent of its result,
+``z_dot``, from the rule's forward template (``x_dot * np.cos(x)``). Control
+flow, loops, array writes and calls keep their shape: a branch computes the
+tangents of the branch taken, ``y[i] = v`` writes ``y_dot[i] = v_dot``, and a
+call of a user function calls its generated ``*_jvp``, which returns the
+value and its tangent. Tangents of inactive operands are zero and drop out
+of the template; a variable that becomes active later starts from a zero
+tangent.
+
+In vector mode (``jacfwd``) every tangent carries one more, leading axis:
+one slice per direction, all pushed through the same sweep; a template is
+applied to each slice in a loop (``for k in range(K): z_dot[k] = ...``).
+
+    >>> import numba
+    >>> from s2s.build import Builder
+    >>> def f(x):
+    ...     y = np.sin(x) * x
+    ...     return y
+    >>> print(Builder(f, "jvp", 0).source((numba.float64, numba.float64)).split("def f_jvp")[1].strip())
+    (x, x_dot):
+        _t1 = np.sin(x)
+        _t1_dot = x_dot * np.cos(x)
+        y = _t1 * x
+        y_dot = _t1_dot * x + _t1 * x_dot
+        return y, y_dot
+
+Assumes A-normal form, control flow lowered, types and activity computed.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import gast
+from numba.core import types
+
+from ..analysis.activity import Activity, call_rule, list_method
+from ..analysis.types import Typed
+from ..astutil import assign, call, const, name, subst
+from ..errors import NoRuleError
+from ..rules import template
+
+__all__ = ["ForwardTransform", "ZERO"]
+
+#: The tangent of an inactive value, before zeros are simplified away.
+ZERO = "__s2s_zero__"
+
+
+def _is_zero(node) -> bool:
+    return isinstance(node, gast.Name) and node.id == ZERO
+
+
+class _Zeros(gast.NodeTransformer):
+    """Simplify a template in which some tangents are ``ZERO`` (templates are linear in tangents)."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        left, right = _is_zero(node.left), _is_zero(node.right)
+        if isinstance(node.op, (gast.Mult, gast.MatMult)) and (left or right):
+            return name(ZERO)
+        if isinstance(node.op, gast.Div) and left:
+            return name(ZERO)
+        if isinstance(node.op, gast.Add):
+            if left:
+                return node.right
+            if right:
+                return node.left
+        if isinstance(node.op, gast.Sub):
+            if right:
+                return node.left
+            if left:
+                return gast.UnaryOp(op=gast.USub(), operand=node.right)
+        return node
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        return name(ZERO) if _is_zero(node.operand) else node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        if _is_zero(node.body) and _is_zero(node.orelse):
+            return name(ZERO)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        tangent_args = [a for a in node.args + [k.value for k in node.keywords] if getattr(a, "s2s_tangent", False)
+                        or _is_zero(a)]
+        if tangent_args and all(_is_zero(a) for a in tangent_args):
+            return name(ZERO)
+        return node
+
+
+class _Literal(gast.NodeTransformer):
+    """Remaining zeros become the literal ``0.0``."""
+
+    def visit_Name(self, node):
+        return const(0.0) if node.id == ZERO else node
+
+
+def _mark_tangents(expr, names: set[str]):
+    for node in gast.walk(expr):
+        if isinstance(node, gast.Name) and node.id in names:
+            node.s2s_tangent = True
+    return expr
+
+
+class ForwardTransform:
+    """Builds the forward-mode body of one typed function."""
+
+    def __init__(self, typed: Typed, activity: Activity, namer, jvp_of_call, directions: gast.expr | None = None):
+        self.typed = typed
+        self.fn = typed.function
+        self.activity = activity
+        self.namer = namer
+        self.jvp_of_call = jvp_of_call  # (call node, typed, activity) -> (jvp name, active arg indices)
+        self.directions = directions  # K in vector mode, else None
+        self.body = copy.deepcopy(self.fn.node.body)
+
+    def dot(self, var: str) -> str:
+        return self.namer.tangent(var)
+
+    def active(self, node) -> bool:
+        return isinstance(node, gast.Name) and node.id in self.activity.active
+
+    # ------------------------------------------------------------------ zeros
+    def zero_of(self, var: str) -> gast.expr:
+        """A zero tangent for variable ``var``."""
+        return self._zero(self.typed.type_of(var), name(var))
+
+    def _zero(self, t, value) -> gast.expr:
+        """A zero tangent for a value of type ``t`` computed by the expression ``value``."""
+        if isinstance(t, types.List):
+            return gast.List(elts=[], ctx=gast.Load())
+        if isinstance(t, types.BaseTuple):
+            elts = [self._zero(e, gast.Subscript(value=copy.deepcopy(value), slice=const(k), ctx=gast.Load()))
+                    for k, e in enumerate(t.types)]
+            return gast.Tuple(elts=elts, ctx=gast.Load())
+        is_array = isinstance(t, types.Array)
+        if self.directions is None:
+            return call("np.zeros_like", value) if is_array else const(0.0)
+        k = copy.deepcopy(self.directions)
+        if is_array:
+            shape = gast.BinOp(left=gast.Tuple(elts=[k], ctx=gast.Load()), op=gast.Add(),
+                               right=gast.Attribute(value=value, attr="shape", ctx=gast.Load()))
+            return call("np.zeros", shape)
+        return call("np.zeros", k)
+
+    def tangent_atom(self, node) -> gast.expr:
+        """The tangent of an atom: its ``_dot`` name, or ZERO."""
+        if self.active(node):
+            return name(self.dot(node.id))
+        return name(ZERO)
+
+    # ------------------------------------------------------------------ build
+    def build(self) -> list:
+        """The body with tangent statements; the last statement returns value and tangent."""
+        body = self.block(self.body[:-1])
+        ret = self.body[-1].value
+        return body, ret
+
+    def block(self, stmts) -> list:
+        out = []
+        for s in stmts:
+            out += self.stmt(s)
+        return out
+
+    def stmt(self, s) -> list:
+        if isinstance(s, gast.Assign):
+            return self.assign_stmt(s)
+        if isinstance(s, gast.Expr) and list_method(s.value) == "append":
+            tape = s.value.func.value.id
+            if tape not in self.activity.active:
+                return [s]
+            item = s.value.args[0]
+            tangent = name(self.dot(item.id)) if self.active(item) else self.zero_of(item.id)
+            push = call(gast.Attribute(value=name(self.dot(tape)), attr="append", ctx=gast.Load()), tangent)
+            return [s, gast.Expr(value=push)]
+        if isinstance(s, gast.If):
+            s.body = self.block(s.body) or [gast.Pass()]
+            s.orelse = self.block(s.orelse)
+            return [s]
+        if isinstance(s, (gast.For, gast.While)):
+            s.body = self.block(s.body) or [gast.Pass()]
+            return [s]
+        return [s]
+
+    def assign_stmt(self, s) -> list:
+        target, value = s.targets[0], s.value
+        if isinstance(target, gast.Subscript):
+            base = target.value.id
+            if base not in self.activity.active:
+                return [s]
+            v = self.tangent_atom(value)
+            index = copy.deepcopy(target.slice)
+            if self.directions is not None:
+                index = _prepend_all(index)
+            v = const(0.0) if _is_zero(v) else v
+            write = gast.Assign(targets=[gast.Subscript(value=name(self.dot(base)), slice=index, ctx=gast.Store())],
+                                value=v, type_comment=None)
+            return [s, write]
+        if isinstance(target, gast.Tuple):
+            if any(self.active(t) for t in target.elts):
+                raise self.fn.unsupported("the tangent of a call returning several values", s)
+            return [s]
+        z = target.id
+        if z not in self.activity.active:
+            return [s]
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+                and value.func.id in self.activity.module_functions:
+            return self.call_stmt(s)
+        if list_method(value) == "pop":
+            tape = value.func.value.id
+            pop = call(gast.Attribute(value=name(self.dot(tape)), attr="pop", ctx=gast.Load()))
+            return [s, assign(self.dot(z), pop if tape in self.activity.active else self.zero_of(z))]
+        expr = self.tangent_expr(s)
+        if expr is None:
+            return [s, assign(self.dot(z), self.zero_of(z))]
+        return [s] + self.emit(z, expr)
+
+    def emit(self, z: str, expr) -> list:
+        """``z_dot = expr`` (in vector mode, per direction unless ``expr`` is already a whole tangent)."""
+        if self.directions is None or getattr(expr, "s2s_whole", False):
+            return [assign(self.dot(z), expr)]
+        k = self.namer.fresh("_k")
+        alloc = self.zero_of(z)
+        alloc.func = gast.Attribute(value=name("np"), attr="empty", ctx=gast.Load())
+        per_direction = _index_tangents(expr, k)
+        target = gast.Subscript(value=name(self.dot(z)), slice=name(k), ctx=gast.Store())
+        body = [gast.Assign(targets=[target], value=per_direction, type_comment=None)]
+        loop = gast.For(target=name(k, store=True), iter=call("range", copy.deepcopy(self.directions)), body=body,
+                        orelse=[], type_comment=None)
+        return [assign(self.dot(z), alloc), loop]
+
+    def tangent_expr(self, s):
+        """The tangent of the active assignment ``s`` (None if it is zero)."""
+        z, value = s.targets[0].id, s.value
+        if isinstance(value, gast.Name):
+            if not self.active(value):
+                return None
+            expr = name(self.dot(value.id))
+            expr.s2s_whole = True
+            return expr
+        if isinstance(value, gast.Subscript):
+            if not self.active(value.value):
+                return None
+            index = copy.deepcopy(value.slice)
+            if self.directions is not None:
+                index = _prepend_all(index)
+            expr = gast.Subscript(value=name(self.dot(value.value.id)), slice=index, ctx=gast.Load())
+            expr.s2s_whole = True
+            return expr
+        if isinstance(value, gast.Tuple):
+            if any(self.active(e) for e in value.elts):
+                raise self.fn.unsupported("a tuple of active values kept in a variable", s)
+            return None
+        if isinstance(value, (gast.Constant, gast.Attribute, gast.Compare, gast.BoolOp, gast.List)):
+            return None
+        rule, bound, label = call_rule(value)
+        if rule is None or not rule.differentiable or rule.jvp is None:
+            if rule is not None and rule.differentiable and rule.jvp is None:
+                raise self.fn.src.error(NoRuleError, f"no forward rule for `{label}`", s)
+            return None
+        mapping = dict(bound)
+        mapping["z"] = name(z)
+        tangents = set()
+        z_ndim = self.typed.ndim(z)
+        dropped_array, same_rank = False, False
+        for param, arg in bound.items():
+            key = f"{param}_dot"
+            if param in rule.sequences and isinstance(arg, gast.Tuple):
+                elts = [self._sequence_tangent(e) for e in arg.elts]
+                mapping[key] = gast.Tuple(elts=elts, ctx=gast.Load())
+                tangents |= {e.id for e in elts if isinstance(e, gast.Name)}
+                same_rank = True
+            elif param in rule.nondiff:
+                mapping[key] = name(ZERO)
+            else:
+                t = self.tangent_atom(arg)
+                mapping[key] = t
+                if _is_zero(t):
+                    dropped_array |= isinstance(arg, gast.Name) and self.typed.is_array(arg.id)
+                else:
+                    tangents.add(t.id)
+                    same_rank |= self.typed.ndim(arg.id) == z_ndim
+        expr = subst(template(rule.jvp), mapping)
+        _mark_tangents(expr, tangents | {ZERO})
+        expr = _Zeros().visit(expr)
+        if _is_zero(expr):
+            return None
+        expr = _Literal().visit(expr)
+        if z_ndim and (dropped_array or not same_rank):
+            expr = call("rt.broadcast_like", expr, name(z))
+        return expr
+
+    def _sequence_tangent(self, elt):
+        if self.active(elt):
+            return name(self.dot(elt.id))
+        if isinstance(elt, gast.Name) and self.typed.is_array(elt.id):
+            return call("np.zeros_like", name(elt.id))
+        return const(0.0)
+
+    def call_stmt(self, s) -> list:
+        """``z, z_dot = g_jvp(args, tangents of the active args)``."""
+        z, value = s.targets[0].id, s.value
+        jvp_name, active_args = self.jvp_of_call(value, self.typed, self.activity)
+        if not active_args:
+            return [s, assign(self.dot(z), self.zero_of(z))]
+        args = [copy.deepcopy(a) for a in value.args] + [name(self.dot(value.args[k].id)) for k in active_args]
+        pair = gast.Tuple(elts=[name(z, store=True), name(self.dot(z), store=True)], ctx=gast.Store())
+        return [gast.Assign(targets=[pair], value=call(jvp_name, *args), type_comment=None)]
+
+    def output(self, atom) -> gast.expr:
+        """The tangent of a returned atom (a zero of its shape when inactive)."""
+        if isinstance(atom, gast.Tuple):
+            return gast.Tuple(elts=[self.output(e) for e in atom.elts], ctx=gast.Load())
+        if self.active(atom):
+            return name(self.dot(atom.id))
+        if isinstance(atom, gast.Name):
+            return self.zero_of(atom.id)
+        return const(0.0) if self.directions is None else call("np.zeros", copy.deepcopy(self.directions))
+
+
+def _prepend_all(index):
+    """``[i, j]`` → ``[:, i, j]``: the same element of every direction."""
+    everything = gast.Slice(lower=None, upper=None, step=None)
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple(elts=[everything] + index.elts, ctx=gast.Load())
+    return gast.Tuple(elts=[everything, index], ctx=gast.Load())
+
+
+def _index_tangents(expr, k: str):
+    """``expr`` with every tangent name ``t`` replaced by ``t[k]`` (one direction)."""
+
+    class _Index(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if getattr(node, "s2s_tangent", False) and node.id != ZERO:
+                return gast.Subscript(value=node, slice=name(k), ctx=gast.Load())
+            return node
+
+    return _Index().visit(copy.deepcopy(expr))
+
