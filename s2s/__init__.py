@@ -10,6 +10,7 @@
 
 __version__ = "0.1.0"
 
+from . import tree_util  # noqa: E402
 from .api import (  # noqa: E402
     Transformed,
     grad,
@@ -44,6 +45,7 @@ __all__ = [
     "jvp",
     "linearize",
     "source",
+    "tree_util",
     "value_and_grad",
     "vjp",
 ]

@@ -30,6 +30,7 @@ from .backend import load
 from .build import Builder, Module
 from .errors import CompileError, InputError, S2SError, summarize
 from .rules import lookup
+from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "jvp", "vjp", "linearize",
            "jit", "source", "Transformed", "TARGETS"]
@@ -86,7 +87,7 @@ class Transformed:
             if kwargs:
                 raise InputError(f"{self.__name__} takes positional arguments only")
             names = [f"arg{k}" for k in range(len(args))]
-        return tuple(_check_value(v, n, k) for k, (n, v) in enumerate(zip(names, args))), names
+        return tuple(_check_tree(v, n, k) for k, (n, v) in enumerate(zip(names, args))), names
 
     def nums(self, count: int) -> tuple[int, ...]:
         """``argnums`` as a tuple of non-negative positions."""
@@ -100,9 +101,14 @@ class Transformed:
 
     # -------------------------------------------------------------- entries
     def entry(self, args: tuple, extra_types: tuple = ()) -> _Entry:
-        """The compiled entry for the types of ``args`` (built at the first call with them)."""
-        key = tuple(typeof_value(a) for a in args)
-        entry = self._entries.get(key + extra_types)
+        """The compiled entry for the types of ``args`` (built at the first call with them).
+
+        Containers among ``args`` are flattened: the entry takes their leaves.
+        """
+        leaves, structures = _flatten_all(args)
+        key = tuple(typeof_value(a) for a in leaves)
+        cache_key = key + extra_types + (structures if any(t.kind != "leaf" for t in structures) else ())
+        entry = self._entries.get(cache_key)
         if entry is not None:
             return entry
         fn, transform, scalar_output = self.fn, self.transform, False
@@ -118,7 +124,7 @@ class Transformed:
                                "use grad, jacfwd, jacrev, hessian or jvp")
         nums = self.nums(len(args))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
-                          self.target, scalar_output)
+                          self.target, scalar_output, structures)
         module = builder.module(key)
         function = load(module)[module.entry]
         if self.target == "cpu" and (transform != "vjp" or extra_types):
@@ -127,7 +133,7 @@ class Transformed:
             except Exception as exc:
                 raise self._compile_error(module, exc) from None
         entry = _Entry(module, function)
-        self._entries[key + extra_types] = entry
+        self._entries[cache_key] = entry
         return entry
 
     def _compile_error(self, module: Module, exc: Exception) -> CompileError:
@@ -146,8 +152,9 @@ class Transformed:
         """Call the entry for ``values`` (plus ``extra`` arguments), explaining failures."""
         extra_types = tuple(typeof_value(e) for e in extra)
         entry = self.entry(values, extra_types)
+        leaves, _ = _flatten_all(values)
         try:
-            return entry.function(*values, *extra)
+            return entry.function(*leaves, *extra)
         except Exception as exc:
             raise self._explain(exc, values, names) from exc
 
@@ -160,11 +167,19 @@ class Transformed:
             return out
         nums = self.nums(len(values))
         single = isinstance(self.argnums, int)
+        trees = [tree_flatten(values[k]) for k in nums]
 
         def derivatives(gs):
-            if single:
-                return _cast(gs, values[nums[0]])
-            return tuple(_cast(g, values[k]) for g, k in zip(gs, nums))
+            if all(t.kind == "leaf" for _, t in trees):
+                if single:
+                    return _cast(gs, values[nums[0]])
+                return tuple(_cast(g, values[k]) for g, k in zip(gs, nums))
+            gs, out = list(gs), []
+            for leaves, treedef in trees:
+                n = treedef.num_leaves
+                out.append(tree_unflatten(treedef, [_cast(g, v) for g, v in zip(gs[:n], leaves)]))
+                gs = gs[n:]
+            return out[0] if single else tuple(out)
 
         if self.transform == "value_and_grad":
             primal, gs = out
@@ -241,6 +256,26 @@ def _check_value(value, name: str, position: int):
         return value
     raise InputError(f"argument `{name}` (position {position}) is a {type(value).__name__}; "
                      "s2s takes floats, ints, bools and NumPy arrays")
+
+
+def _check_tree(value, name: str, position: int):
+    """A pytree argument with every leaf checked (errors name the argument and the leaf's path)."""
+    leaves, treedef = tree_flatten(value)
+    if treedef.kind == "leaf":
+        return _check_value(value, name, position)
+    for leaf, path in zip(leaves, treedef.leaf_paths()):
+        _check_value(leaf, name + "".join(f"[{p!r}]" for p in path), position)
+    return value
+
+
+def _flatten_all(values) -> tuple[list, tuple]:
+    """The leaves of all arguments and each argument's structure."""
+    leaves, structures = [], []
+    for v in values:
+        ls, treedef = tree_flatten(v)
+        leaves += ls
+        structures.append(treedef)
+    return leaves, tuple(structures)
 
 
 def _is_float(value) -> bool:

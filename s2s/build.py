@@ -70,7 +70,7 @@ class Builder:
     """Generates the module of one transform of ``fn``, per tuple of argument types."""
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
-                 target: str = "cpu", scalar_output: bool = False):
+                 target: str = "cpu", scalar_output: bool = False, structures: tuple = ()):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -80,6 +80,13 @@ class Builder:
         self.has_aux = has_aux
         self.target = target
         self.scalar_output = scalar_output  # a gradient computed in forward mode still needs a scalar
+        # the pytree structure of each argument; generated code takes their leaves
+        self.structures = {k: t for k, t in enumerate(structures) if t.kind != "leaf"}
+        if self.structures:
+            counts = [t.num_leaves for t in structures]
+            starts = [sum(counts[:k]) for k in range(len(counts))]
+            self.argnums = tuple(starts[k] + j for k in self.argnums for j in range(counts[k]))
+            self.single = False
 
     def source(self, arg_types: tuple) -> str:
         """The generated module's text for ``arg_types`` (Numba types)."""
@@ -87,7 +94,7 @@ class Builder:
 
     def module(self, arg_types: tuple) -> Module:
         program = Program()
-        root = program.add(self.fn)
+        root = program.add(self.fn, self.structures)
         typer = Typer(program)
         if len(arg_types) != len(root.params):
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")

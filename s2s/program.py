@@ -4,7 +4,8 @@
 normalising passes in order; every user function ``f`` calls is added the
 same way, once. The pipeline is this ordered list:
 
-    fence → lift nested functions → resolve names → lower control flow → A-normal form
+    fence → lift nested functions → flatten containers → resolve names → lower control flow
+          → A-normal form
 
     >>> def f(x):
     ...     return x * x + 1.0
@@ -29,7 +30,7 @@ from .astutil import to_source
 from .errors import UnsupportedError
 from .frontend import Source, parse
 from .naming import Namer
-from .passes import anf, control_flow, fence, lift, resolve
+from .passes import anf, control_flow, fence, flatten, lift, resolve
 
 __all__ = ["Program", "Function"]
 
@@ -65,14 +66,19 @@ class Program:
         self._pending: list = []
 
     # ----------------------------------------------------------- module names
-    def function_name(self, fn) -> str:
-        """The module-level name of the copy of user function ``fn`` (queued for normalising)."""
+    def function_name(self, fn, structures: dict | None = None) -> str:
+        """The module-level name of the copy of user function ``fn`` (queued for normalising).
+
+        ``structures`` maps argument positions to the pytree structures they
+        receive: each distinct set of structures gets its own, flattened copy.
+        """
         fn = getattr(fn, "py_func", fn)
-        if fn not in self._names:
+        key = (fn, tuple(sorted((structures or {}).items(), key=lambda kv: kv[0])))
+        if key not in self._names:
             src = parse(fn)
-            self._names[fn] = self.namer.fresh(src.name)
-            self._pending.append((fn, src))
-        return self._names[fn]
+            self._names[key] = self.namer.fresh(src.name)
+            self._pending.append((key, src))
+        return self._names[key]
 
     def module_functions(self) -> set[str]:
         """Names of the function copies in the generated module."""
@@ -88,20 +94,25 @@ class Program:
         return key
 
     # -------------------------------------------------------------- pipeline
-    def add(self, fn) -> Function:
-        """Normalise ``fn`` and everything it calls; return ``fn``'s :class:`Function`."""
+    def add(self, fn, structures: dict | None = None) -> Function:
+        """Normalise ``fn`` and everything it calls; return ``fn``'s :class:`Function`.
+
+        ``structures`` maps argument positions to pytree structures (containers).
+        """
         fn = getattr(fn, "py_func", fn)
-        self.function_name(fn)
+        self.function_name(fn, structures)
+        key = (fn, tuple(sorted((structures or {}).items(), key=lambda kv: kv[0])))
         while self._pending:
-            key, src = self._pending.pop(0)
-            self._normalise(key, src, self._names[key])
-        return self.functions[fn]
+            pending, src = self._pending.pop(0)
+            self._normalise(pending, src, self._names[pending])
+        return self.functions[key]
 
     def _normalise(self, key, src: Source, module_name: str) -> None:
         node = copy.deepcopy(src.node)
         node.name = module_name
         verbose = os.environ.get("S2S_VERBOSE")
         fence.check(src)
+        structures = dict(key[1]) if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], tuple) else {}
         locals_ = lift.local_names(node)
         namer = Namer(locals_ | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)})
 
@@ -110,9 +121,12 @@ class Program:
 
         for lifted, lifted_name in lift.lift(node, locals_, nested_name, src.unsupported):
             nested_src = Source(None, lifted_name, src.filename, lifted, src.globals, src.closure)
-            nested_key = (key, lifted_name)
+            nested_key = ((key, lifted_name), ())
             self._names[nested_key] = lifted_name
             self._pending.append((nested_key, nested_src))
+        if structures:
+            params = [a.id for a in node.args.args]
+            flatten.flatten(node, {params[k]: t for k, t in structures.items()}, namer, src)
         locals_ = lift.local_names(node)
         for step, run in (
             ("resolve", lambda n: resolve.resolve(src, n, locals_, self)),

@@ -114,7 +114,7 @@ class _Resolver(gast.NodeTransformer):
         if not isinstance(func, (gast.Name, gast.Attribute)) or self._is_local(func):
             raise self._unsupported("calling a value computed in the function")
         obj = self._value_of(func)
-        node.func = located(self.callee(obj, node), func)
+        node.func = located(self.callee(obj, node, getattr(node, "s2s_structures", None)), func)
         return node
 
     def _maybe_value(self, node):
@@ -125,8 +125,8 @@ class _Resolver(gast.NodeTransformer):
                 return None
         return None
 
-    def callee(self, obj, node) -> gast.expr:
-        """How generated code names the called object ``obj``."""
+    def callee(self, obj, node, structures=None) -> gast.expr:
+        """How generated code names the called object ``obj`` (``structures``: containers it receives)."""
         obj = getattr(obj, "py_func", obj)
         rule = lookup(obj)
         if rule is not None:
@@ -136,7 +136,9 @@ class _Resolver(gast.NodeTransformer):
                 spelling = rule.impl
             return dotted(spelling)
         if is_user_function(obj):
-            return name(self.program.function_name(obj))
+            return name(self.program.function_name(obj, structures))
+        if structures:
+            raise self._unsupported(f"passing a container to `{getattr(obj, '__name__', obj)}`")
         if obj in (range, len, enumerate, zip, print, reversed):
             return name(obj.__name__)
         spelling = canonical_name(obj)

@@ -1,0 +1,202 @@
+"""Flatten: container parameters become one parameter per leaf.
+
+A parameter holding a pytree (tuple, list, dict, dataclass, NamedTuple,
+registered class) is replaced by its leaves, named after their paths, and
+every use that selects a part of it by a literal is rewritten to the leaf
+(or to the smaller tree) it selects: ``pt.x``, ``params[0]``, ``d["w"]``,
+``w, b = params``, ``len(params)``. A whole tree passed to one of the
+user's functions is passed as its leaves, and that function is flattened
+the same way. Generated code therefore only ever sees leaves:
+
+    >>> import gast
+    >>> from s2s.astutil import to_source
+    >>> from s2s.tree_util import tree_flatten
+    >>> from s2s.naming import Namer
+    >>> fn = gast.parse("def f(params, x):\\n    w, b = params\\n    return w * x + b").body[0]
+    >>> _, treedef = tree_flatten((1.0, 2.0))
+    >>> print(to_source(flatten(fn, {"params": treedef}, Namer({"params", "x", "w", "b"}), None)))
+    def f(params_0, params_1, x):
+        w, b = params_0, params_1
+        return w * x + b
+
+Using a container in any other way (arithmetic, returning it, iterating
+over it) is an error at its line.
+"""
+
+from __future__ import annotations
+
+import re
+
+import gast
+
+from ..astutil import const, name
+from ..tree_util import TreeDef
+
+__all__ = ["flatten", "leaf_names"]
+
+
+def leaf_names(param: str, treedef: TreeDef, namer) -> list[str]:
+    """The names of ``param``'s leaves: the parameter name and the path, joined by ``_``."""
+    names = []
+    for path in treedef.leaf_paths():
+        parts = [re.sub(r"\W", "_", str(p)) for p in path]
+        names.append(namer.fresh("_".join([param] + parts)))
+    return names
+
+
+class _Tree:
+    """A tree-valued expression: its structure and the leaf names of its leaves."""
+
+    def __init__(self, treedef: TreeDef, leaves: list[str]):
+        self.treedef, self.leaves = treedef, leaves
+
+    def child(self, field) -> _Tree:
+        start = 0
+        for f, c in zip(self.treedef.fields, self.treedef.children):
+            if f == field:
+                return _Tree(c, self.leaves[start:start + c.num_leaves])
+            start += c.num_leaves
+        raise KeyError(field)
+
+    def as_expr(self):
+        if self.treedef.kind == "leaf":
+            return name(self.leaves[0])
+        return None
+
+
+def flatten(fn: gast.FunctionDef, structures: dict, namer, src) -> gast.FunctionDef:
+    """Replace the container parameters of ``fn`` (``structures``: name → TreeDef) by their leaves.
+
+    A call that passes a container gets its leaves instead, and the
+    attribute ``s2s_structures`` (argument position → TreeDef) for the
+    resolver, which flattens the callee the same way.
+    """
+    if not structures:
+        return fn
+    trees: dict[str, _Tree] = {}
+    params = []
+    for arg in fn.args.args:
+        treedef = structures.get(arg.id)
+        if treedef is None or treedef.kind == "leaf":
+            params.append(arg)
+            continue
+        leaves = leaf_names(arg.id, treedef, namer)
+        trees[arg.id] = _Tree(treedef, leaves)
+        params += [gast.Name(id=leaf, ctx=gast.Param(), annotation=None, type_comment=None) for leaf in leaves]
+    fn.args.args = params
+    _Rewrite(trees, src).visit(fn)
+    return fn
+
+
+class _Rewrite(gast.NodeTransformer):
+    def __init__(self, trees, src):
+        self.trees = trees
+        self.src = src
+        self.stmt = None
+
+    def visit(self, node):
+        if isinstance(node, gast.stmt):
+            self.stmt = node
+        return super().visit(node)
+
+    def error(self, what: str):
+        if self.src is None:
+            return ValueError(what)
+        return self.src.unsupported(what, self.stmt)
+
+    def tree_of(self, node) -> _Tree | None:
+        """The tree ``node`` denotes (a container parameter or a literal selection from one), or None."""
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+            return self.trees.get(node.id)
+        if isinstance(node, gast.Attribute):
+            base = self.tree_of(node.value)
+            if base is not None:
+                if base.treedef.kind not in ("dataclass", "namedtuple") or node.attr not in base.treedef.fields:
+                    raise self.error(f"the attribute `.{node.attr}` of a {base.treedef.kind} argument")
+                return base.child(node.attr)
+        if isinstance(node, gast.Subscript):
+            base = self.tree_of(node.value)
+            if base is not None:
+                key = node.slice
+                if not isinstance(key, gast.Constant):
+                    raise self.error("indexing a container argument by a value computed at run time")
+                field = key.value
+                if isinstance(field, int) and base.treedef.kind in ("tuple", "list", "namedtuple", "custom"):
+                    if field < 0:
+                        field += len(base.treedef.fields)
+                    if base.treedef.kind == "namedtuple":
+                        field = base.treedef.fields[field]
+                if field not in base.treedef.fields:
+                    raise self.error(f"the key {key.value!r} of a {base.treedef.kind} argument")
+                return base.child(field)
+        return None
+
+    def visit_Attribute(self, node):
+        tree = self.tree_of(node)
+        if tree is not None:
+            return self._value(tree)
+        return self.generic_visit(node)
+
+    def visit_Subscript(self, node):
+        tree = self.tree_of(node)
+        if tree is not None:
+            return self._value(tree)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.trees:
+            raise self.error(f"using the container argument `{node.id}` as a value")
+        return node
+
+    def _value(self, tree: _Tree):
+        expr = tree.as_expr()
+        if expr is None:
+            raise self.error("using a part of a container argument that is itself a container as a value")
+        return expr
+
+    def visit_Assign(self, node):
+        target, value = node.targets[0], node.value
+        tree = self.tree_of(value)
+        if tree is not None and len(node.targets) == 1:
+            if isinstance(target, (gast.Tuple, gast.List)):
+                if len(target.elts) != len(tree.treedef.fields):
+                    raise self.error("unpacking a container argument into another number of names")
+                parts = [tree.child(f) for f in tree.treedef.fields]
+                if all(p.treedef.kind == "leaf" for p in parts):
+                    node.value = gast.Tuple(elts=[name(p.leaves[0]) for p in parts], ctx=gast.Load())
+                    return node
+                out = []
+                for t, p in zip(target.elts, parts):
+                    if p.treedef.kind == "leaf":
+                        out.append(gast.Assign(targets=[t], value=name(p.leaves[0]), type_comment=None))
+                    elif isinstance(t, gast.Name):
+                        self.trees[t.id] = p
+                    else:
+                        raise self.error("unpacking a nested container argument")
+                return [gast.copy_location(s, node) for s in out] or gast.Pass()
+            if isinstance(target, gast.Name) and tree.treedef.kind != "leaf":
+                self.trees[target.id] = tree
+                return gast.copy_location(gast.Pass(), node)
+        return self.generic_visit(node)
+
+    def visit_Call(self, node):
+        if isinstance(node.func, gast.Name) and node.func.id == "len" and len(node.args) == 1:
+            tree = self.tree_of(node.args[0])
+            if tree is not None:
+                return const(len(tree.treedef.fields))
+        structures = {}
+        args = []
+        for k, arg in enumerate(node.args):
+            tree = self.tree_of(arg)
+            if tree is not None and tree.treedef.kind != "leaf":
+                structures[k] = tree.treedef
+                args += [name(leaf) for leaf in tree.leaves]
+            else:
+                args.append(self.visit(arg))
+        node.args = args
+        node.keywords = [self.visit(k) for k in node.keywords]
+        node.func = self.visit(node.func)
+        if structures:
+            node.s2s_structures = structures
+        return node
+
