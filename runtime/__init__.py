@@ -6,12 +6,13 @@ Python with a Numba implementation beside it, so the same source runs under
 ``target="python"`` and compiles in nopython mode.
 
     >>> import numpy as np, s2s_runtime as rt
-    >>> rt.unbroadcast(np.ones((2, 3)), 0.0)
+    >>> float(rt.unbroadcast(np.ones((2, 3)), 0.0))
     6.0
 """
 
 from .broadcast import (
     basis,
+    batch_like,
     broadcast_like,
     extremum_vjp,
     jacobian,
@@ -27,6 +28,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "basis",
+    "batch_like",
     "broadcast_like",
     "extremum_vjp",
     "jacobian",

@@ -23,15 +23,15 @@ from numba.core import types
 from numba.core.extending import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
-           "broadcast_like", "basis", "jacobian"]
+           "broadcast_like", "basis", "jacobian", "batch_like"]
 
 
 def unbroadcast(g, like):
     """Sum ``g`` down to the shape of ``like`` (a scalar or an array).
 
-    >>> unbroadcast(np.ones((4, 1, 3)), np.zeros((2, 1)))
-    array([[6.],
-           [6.]])
+    >>> unbroadcast(np.ones((4, 2, 3)), np.zeros((2, 1)))
+    array([[12.],
+           [12.]])
     """
     shape = np.shape(like)
     if not shape:
@@ -308,3 +308,21 @@ def _jacobian_nb(t_dot, out, offset, x):
         return np.ascontiguousarray(flat.T).reshape(out.shape + x.shape)
 
     return impl
+
+
+def batch_like(first, n):
+    """An empty array for ``n`` results shaped and typed like ``first`` (one more, leading axis).
+
+    >>> batch_like(np.zeros(3), 2).shape
+    (2, 3)
+    """
+    return np.empty((n,) + np.shape(first), np.asarray(first).dtype)
+
+
+@overload(batch_like)
+def _batch_like_nb(first, n):
+    if isinstance(first, types.Array):
+        return lambda first, n: np.empty((n,) + first.shape, first.dtype)
+    if isinstance(first, types.Boolean):
+        return lambda first, n: np.empty(n, np.bool_)
+    return lambda first, n: np.empty(n, type(first))

@@ -27,6 +27,7 @@ from .api import (  # noqa: E402
 )
 from .check import check_grads  # noqa: E402
 from .errors import CompileError, InputError, NoRuleError, S2SError, UnsupportedError  # noqa: E402
+from .vmap import vmap  # noqa: E402
 
 __all__ = [
     "CompileError",
@@ -48,4 +49,5 @@ __all__ = [
     "tree_util",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]

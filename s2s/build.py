@@ -3,18 +3,17 @@
 This is the one place that sequences the compiler (the normalising passes
 are sequenced by :mod:`s2s.program`):
 
-    program (fence → lift → resolve → control flow → A-normal form)
-      → types (Numba) → activity → reverse → to-be-recorded → simplify → codegen
+    program (fence → lift → flatten → resolve → control flow → A-normal form)
+      → types (Numba) → activity → reverse | forward → to-be-recorded → simplify → tapes → codegen
 
     >>> import numba
+    >>> import numpy as np
     >>> def f(x):
     ...     return x * x
     >>> print(Builder(f, "grad", 0).source((numba.float64,)).split("def f_grad")[1].strip())
     (x):
-        x_adj = 0.0
-        _t1_adj = 1.0
-        x_adj += _t1_adj * x
-        x_adj += _t1_adj * x
+        x_adj = x
+        x_adj += x
         return x_adj
 """
 

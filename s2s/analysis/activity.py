@@ -7,6 +7,7 @@ is flow-insensitive (a variable is active if any of its definitions is),
 which may keep a few zero adjoints but never drops a derivative.
 
     >>> import numba
+    >>> import numpy as np
     >>> from s2s.program import Program
     >>> from s2s.analysis.types import Typer
     >>> def f(x, y):

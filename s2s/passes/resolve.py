@@ -14,8 +14,11 @@ and closure constants are inlined (numbers) or become module constants
     >>> def f(x):
     ...     return x.sum() * np.pi
     >>> fn = Program().add(f)
-    >>> print(to_source(fn.node.body[0]))
-    return np.sum(x) * 3.141592653589793
+    >>> print(fn.source())
+    def f(x):
+        _t1 = np.sum(x)
+        _t2 = _t1 * 3.141592653589793
+        return _t2
 
 Assumes the fence has run. Leaves the tree otherwise unchanged.
 """

@@ -2,7 +2,8 @@
 
 The forward sweep is the normalised primal plus recording: before a
 statement overwrites a value the adjoint sweep will read, the old value is
-pushed on a tape (``x_tape.append(x)``), and after the adjoint of that
+pushed on a tape (``x_tape.append(x)``, lowered for scalars to an array and
+a counter by :mod:`s2s.passes.tapes`), and after the adjoint of that
 statement the sweep pops it back (``x = x_tape.pop()``), so every primal
 value the adjoint reads is the one the primal had at that point. Element
 writes record the element (``y_saved.append(y[i])``), never the array.
@@ -19,28 +20,37 @@ Calls of the user's functions call their own generated ``*_vjp`` function,
 which recomputes the callee's forward sweep (Tapenade's joint mode).
 
     >>> import numba
+    >>> import numpy as np
     >>> from s2s.build import Builder
     >>> def f(x):
     ...     for i in range(3):
     ...         x = np.sin(x) * x
     ...     return x
-    >>> print(Builder(f, "grad", 0).source((numba.float64,)).split('@numba.njit')[-1])
-    ... # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
-    (...)
+    >>> print(Builder(f, "grad", 0).source((numba.float64,)).split("@numba.njit")[-1].strip())
     def f_grad(x):
-        ...
+        _t1_tape = np.empty(0, np.float64)
+        _t1_tape_top = 0
+        x_tape = np.empty(0, np.float64)
+        x_tape_top = 0
+        _t1 = 0.0
+        _t1_tape = rt.reserve(_t1_tape, _t1_tape_top + 3)
+        x_tape = rt.reserve(x_tape, x_tape_top + 3)
         for i in range(3):
-            x_tape.append(x)
+            _t1_tape[_t1_tape_top] = _t1
+            _t1_tape_top += 1
             _t1 = np.sin(x)
-            _t2 = _t1 * x
-            x = _t2
+            x_tape[x_tape_top] = x
+            x_tape_top += 1
+            x = _t1 * x
         x_adj = 1.0
         for i in range(2, -1, -1):
-            _t2_adj = x_adj
-            x = x_tape.pop()
-            _t1_adj = _t2_adj * x
-            x_adj = _t2_adj * _t1
+            x_tape_top -= 1
+            x = x_tape[x_tape_top]
+            _t1_adj = x_adj * x
+            x_adj = x_adj * _t1
             x_adj += _t1_adj * np.cos(x)
+            _t1_tape_top -= 1
+            _t1 = _t1_tape[_t1_tape_top]
         return x_adj
 
 Assumes A-normal form, control flow lowered by `control_flow`, types from

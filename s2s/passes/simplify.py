@@ -2,7 +2,7 @@
 
 In order, repeated until nothing changes:
 
-* arithmetic on literals is folded (``x ** (2 - 1)`` becomes ``x``);
+* arithmetic on literals is folded (``x ** (2 - 1)`` becomes ``x``, ``1.0 * e`` becomes ``e``);
 * ``if`` statements with nothing in either branch, and loops with an empty
   body, go; ``pass`` goes from blocks that have other statements;
 * ``t = v; v = 0.0; v += t`` (a reset undone at once) keeps only ``t = v``;
@@ -56,7 +56,16 @@ class _Fold(gast.NodeTransformer):
         if isinstance(node.op, gast.Pow) and isinstance(right, gast.Constant) and right.value == 1 \
                 and type(right.value) is int:
             return left
+        if isinstance(node.op, gast.Mult):
+            if _is_one(left) and not isinstance(right, gast.Constant):
+                return right
+            if _is_one(right) and not isinstance(left, gast.Constant):
+                return left
         return node
+
+
+def _is_one(node) -> bool:
+    return isinstance(node, gast.Constant) and type(node.value) is float and node.value == 1.0
 
 
 def _dotted(node) -> str:
@@ -223,7 +232,7 @@ def _is_assign(s, target=None, value_type=None) -> bool:
 def _cancel_resets(block) -> bool:
     """``t = v; v = 0.0; ...; v += t`` leaves ``v`` as it was: keep only ``t = v``.
 
-    Also ``v = 0.0; v += c`` (``c`` a literal) becomes ``v = c``.
+    Also ``v = 0.0; ...; v += e`` (nothing reading ``v`` in between) becomes ``v = e``.
     """
     for k in range(len(block) - 1):
         a, b = block[k], block[k + 1]
@@ -233,6 +242,17 @@ def _cancel_resets(block) -> bool:
             block[k] = gast.Assign(targets=a.targets, value=b.value, type_comment=None)
             del block[k + 1]
             return True
+        if _is_assign(a, value_type=gast.Constant) and a.value.value == 0.0 and type(a.value.value) is float:
+            v = a.targets[0].id
+            for j in range(k + 1, len(block)):
+                c = block[j]
+                if isinstance(c, gast.AugAssign) and isinstance(c.target, gast.Name) and c.target.id == v \
+                        and isinstance(c.op, gast.Add) and v not in _loads(c.value):
+                    block[j] = gast.Assign(targets=[c.target], value=c.value, type_comment=None)
+                    del block[k]
+                    return True
+                if v in set(_loads(c)) | _writes(c) or isinstance(c, (gast.If, gast.For, gast.While)):
+                    break
         if not (_is_assign(a, value_type=gast.Name) and _is_assign(b, a.value.id, gast.Constant)
                 and b.value.value == 0.0):
             continue
