@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import linecache
+import os
 import re
 import traceback
 import types
@@ -28,6 +29,7 @@ import numpy as np
 from .analysis.types import typeof_value
 from .backend import load
 from .build import Builder, Module
+from .cache import default_cache
 from .errors import CompileError, InputError, S2SError, summarize
 from .rules import lookup
 from .tree_util import tree_flatten, tree_unflatten
@@ -125,16 +127,38 @@ class Transformed:
         nums = self.nums(len(args))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
                           self.target, scalar_output, structures)
-        module = builder.module(key)
-        function = load(module)[module.entry]
-        if self.target == "cpu" and (transform != "vjp" or extra_types):
-            try:
-                function.compile(key + extra_types)
-            except Exception as exc:
-                raise self._compile_error(module, exc) from None
+        program = builder.program()
+        cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" else None
+        compile_now = self.target == "cpu" and (transform != "vjp" or extra_types)
+        if cache is None:
+            module = builder.module(key, program)
+            function = self._load(module, key + extra_types, compile_now)
+        else:
+            digest = builder.key(program, key)
+            with cache.lock(digest):
+                module = cache.load(digest)
+                if module is None:
+                    module = builder.module(key, program, cache=True)
+                    module.filename = str(cache.store(digest, module))
+                function = self._load(module, key + extra_types, compile_now)
+                if compile_now:
+                    cache.seal(digest)
         entry = _Entry(module, function)
         self._entries[cache_key] = entry
         return entry
+
+    def _load(self, module: Module, types_: tuple, compile_now: bool):
+        function = load(module)[module.entry]
+        if compile_now:
+            try:
+                function.compile(types_)
+            except Exception as exc:
+                raise self._compile_error(module, exc) from None
+        return function
+
+    def __reduce__(self):
+        # pickled by reference to the function (its importable name) and the transform's options
+        return (Transformed, (self.fn, self.transform, self.argnums, self.has_aux, self.target))
 
     def _compile_error(self, module: Module, exc: Exception) -> CompileError:
         """The Numba error ``exc`` from compiling ``module``, located at the user's line where known."""

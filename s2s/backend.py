@@ -29,19 +29,21 @@ def build_dir() -> str:
 
 
 def load(module) -> dict:
-    """Write ``module.source`` to a file, import it as a module, and return its namespace.
+    """Import ``module`` from its file (writing it to a temporary folder first if it has none).
 
     The module is registered in ``sys.modules`` (Numba resolves recursive
-    calls through it).
+    calls through it); its namespace is returned.
     """
     digest = hashlib.sha256(module.source.encode()).hexdigest()[:16]
-    filename = os.path.join(build_dir(), f"{module.entry}_{digest}.py")
-    if not os.path.exists(filename):
-        tmp = filename + f".{os.getpid()}.tmp"
-        with open(tmp, "w") as out:
-            out.write(module.source)
-        os.replace(tmp, filename)
-    module.filename = filename
+    filename = module.filename
+    if not filename:
+        filename = os.path.join(build_dir(), f"{module.entry}_{digest}.py")
+        if not os.path.exists(filename):
+            tmp = filename + f".{os.getpid()}.tmp"
+            with open(tmp, "w") as out:
+                out.write(module.source)
+            os.replace(tmp, filename)
+        module.filename = filename
     linecache.checkcache(filename)
     generated = types.ModuleType(f"s2s_generated.{module.entry}_{digest}")
     generated.__file__ = filename

@@ -53,16 +53,18 @@ class Module:
     filename: str = ""
 
 
-def decorator(target: str, indexes: bool) -> str | None:
+def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
     """The decorator generated functions get for ``target``.
 
     Bounds are checked where the user's code indexes arrays (an index out of
     bounds is then an error, never a wrong number); tape accesses are in
-    bounds by construction.
+    bounds by construction. ``cache`` keeps Numba's compiled code beside the
+    module file.
     """
     if target == "python":
         return None
-    return "numba.njit(boundscheck=True)" if indexes else "numba.njit"
+    options = [o for o, on in (("boundscheck=True", indexes), ("cache=True", cache)) if on]
+    return f"numba.njit({', '.join(options)})" if options else "numba.njit"
 
 
 class Builder:
@@ -91,9 +93,42 @@ class Builder:
         """The generated module's text for ``arg_types`` (Numba types)."""
         return self.module(arg_types).source
 
-    def module(self, arg_types: tuple) -> Module:
+    def program(self) -> Program:
+        """The normalised user functions this transform reaches (cheap: no typing, no compiling)."""
         program = Program()
-        root = program.add(self.fn, self.structures)
+        program.add(self.fn, self.structures)
+        return program
+
+    def key(self, program: Program, arg_types: tuple) -> str:
+        """A digest of everything that can change the generated module.
+
+        The normalised source of every function (which holds the inlined
+        global and closure numbers), the bytes of module constants, the
+        transform and its options, the argument types, and the versions of
+        s2s, Numba, NumPy and Python.
+        """
+        import hashlib
+        import sys
+
+        import numba
+        import numpy as np
+
+        h = hashlib.sha256()
+        parts = [__version__, numba.__version__, np.__version__, sys.version, self.transform, repr(self.argnums),
+                 repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
+                 repr(sorted(self.structures.items())), repr([str(t) for t in arg_types])]
+        for f in program.functions.values():
+            parts += [f.name, f.source()]
+        for name_, value in program.constants.items():
+            parts += [name_, str(value.dtype), repr(value.shape)]
+            h.update(np.ascontiguousarray(value).tobytes())
+        h.update("\x00".join(parts).encode())
+        return h.hexdigest()
+
+    def module(self, arg_types: tuple, program: Program | None = None, cache: bool = False) -> Module:
+        """The generated module for ``arg_types`` (Numba types); ``cache`` adds Numba's on-disk cache."""
+        program = program or self.program()
+        root = program.root
         typer = Typer(program)
         if len(arg_types) != len(root.params):
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
@@ -122,7 +157,7 @@ class Builder:
         if program.constants:
             header += "constants: " + ", ".join(
                 f"{k} {v.dtype}{list(v.shape)}" for k, v in program.constants.items()) + " (supplied at load)\n"
-        text, line_map = module_source(functions, header, decorator(self.target, indexes))
+        text, line_map = module_source(functions, header, decorator(self.target, indexes, cache))
         return Module(text, entry, line_map, dict(program.constants))
 
     def _check(self, root: Function, typed: Typed) -> None:

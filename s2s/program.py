@@ -105,7 +105,8 @@ class Program:
         while self._pending:
             pending, src = self._pending.pop(0)
             self._normalise(pending, src, self._names[pending])
-        return self.functions[key]
+        self.root = self.functions[key]
+        return self.root
 
     def _normalise(self, key, src: Source, module_name: str) -> None:
         node = copy.deepcopy(src.node)
