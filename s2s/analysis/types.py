@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import linecache
 import re
+import warnings
 from dataclasses import dataclass
 
 import gast
@@ -119,17 +120,22 @@ class Typer:
         typingctx.refresh()
         targetctx.refresh()
         try:
-            if fn.name in self.recursive:
-                # type inference alone re-enters the dispatcher on a recursive call: compile instead
-                dispatcher.compile(arg_types)
-                result = dispatcher.overloads[arg_types].type_annotation
-                return_type = dispatcher.overloads[arg_types].signature.return_type
-            else:
-                interp = compiler.run_frontend(dispatcher.py_func)
-                result = typed_passes.type_inference_stage(typingctx, targetctx, interp, arg_types, None)
-                return_type = result.return_type
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", errors.NumbaPerformanceWarning)
+                return self._type(fn, arg_types, key, dispatcher, typingctx, targetctx)
         except errors.NumbaError as exc:
             raise self._error(fn, exc) from None
+
+    def _type(self, fn, arg_types, key, dispatcher, typingctx, targetctx) -> Typed:
+        if fn.name in self.recursive:
+            # type inference alone re-enters the dispatcher on a recursive call: compile instead
+            dispatcher.compile(arg_types)
+            result = dispatcher.overloads[arg_types].type_annotation
+            return_type = dispatcher.overloads[arg_types].signature.return_type
+        else:
+            interp = compiler.run_frontend(dispatcher.py_func)
+            result = typed_passes.type_inference_stage(typingctx, targetctx, interp, arg_types, None)
+            return_type = result.return_type
         typemap: dict = {}
         for var, t in result.typemap.items():
             base = var[4:] if var.startswith("arg.") else var.split(".")[0]

@@ -1,0 +1,912 @@
+"""Reductions Numba cannot spell, and the derivatives of reductions and of ``np.clip``.
+
+``sum``, ``mean``, ``prod``, ``amax``, ``amin`` and ``norm`` take NumPy's
+keywords (``axis`` None or an int, ``keepdims``) in compiled code too; the
+``*_vjp`` helpers spread the adjoint of a reduction back over its argument,
+the ``*_jvp`` helpers reduce a tangent:
+
+    >>> import numpy as np
+    >>> sum(np.ones((2, 3)), axis=-1, keepdims=True)
+    array([[3.],
+           [3.]])
+    >>> prod_vjp(1.0, np.array([2.0, 0.0, 5.0]), None, False)
+    array([ 0., 10.,  0.])
+
+Each function is plain NumPy here and has a Numba implementation chosen
+from the argument types at compile time. Inside, an array reduced over one
+axis is viewed as ``(before, along, after)``: the ``3``-suffixed kernels work
+on such views. In compiled code ``keepdims`` must be known when compiling
+(a constant, or an argument of the jitted caller, which is then specialised
+on its value).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import literally, njit
+from numba.core import errors, types
+from numba.core.extending import overload, register_jitable
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+__all__ = ["sum", "mean", "prod", "amax", "amin", "norm", "prod_vjp", "prod_jvp", "extremum_jvp",
+           "cumsum_vjp", "norm_vjp", "norm_jvp", "clip_inside", "clip_jvp"]
+
+
+# ------------------------------------------------------------------ typing-time utilities
+def _is_none(ty) -> bool:
+    """Whether a Numba argument type stands for None (passed, defaulted or omitted)."""
+    if isinstance(ty, types.Omitted):
+        return ty.value is None
+    return ty is None or isinstance(ty, types.NoneType)
+
+
+def _static_bool(ty):
+    """The value of a boolean argument known when compiling, or None."""
+    if isinstance(ty, bool):
+        return ty
+    if isinstance(ty, types.Omitted):
+        return bool(ty.value)
+    if isinstance(ty, (types.BooleanLiteral, types.IntegerLiteral)):
+        return bool(ty.literal_value)
+    return None
+
+
+def _float_dtype(*tys):
+    """``np.float32`` when every array type among ``tys`` holds float32, else ``np.float64``."""
+    arrays = [t for t in tys if isinstance(t, types.Array)]
+    if arrays and all(t.dtype == types.float32 for t in arrays):
+        return np.float32
+    return np.float64
+
+
+def _float_of(*xs):
+    """The NumPy twin of :func:`_float_dtype`, on values."""
+    arrays = [x for x in xs if isinstance(x, np.ndarray)]
+    if arrays and all(x.dtype == np.float32 for x in arrays):
+        return np.float32
+    return np.float64
+
+
+def _require_none(name, **params):
+    for key, ty in params.items():
+        if not _is_none(ty):
+            raise errors.TypingError(f"rt.{name}: {key}= is not supported (pass None)")
+
+
+def _check_none(name, **params):
+    for key, value in params.items():
+        if value is not None:
+            raise TypeError(f"rt.{name}: {key}= is not supported (pass None)")
+
+
+# ------------------------------------------------------------------ shapes and views
+@register_jitable
+def _norm_axis(axis, ndim):
+    """``axis`` counted from the front; ValueError outside ``-ndim .. ndim - 1``."""
+    if axis < -ndim or axis >= ndim:
+        raise ValueError("axis is out of bounds for the array's dimension")
+    if axis < 0:
+        return axis + ndim
+    return axis
+
+
+@register_jitable
+def _prepost(shape, ax):
+    """Sizes of the axes before and after ``ax``."""
+    pre = 1
+    post = 1
+    for i in range(len(shape)):
+        if i < ax:
+            pre *= shape[i]
+        elif i > ax:
+            post *= shape[i]
+    return pre, post
+
+
+def _shape_one(shape, ax):
+    """``shape`` with axis ``ax`` set to 1."""
+    return tuple(shape[:ax]) + (1,) + tuple(shape[ax + 1:])
+
+
+@overload(_shape_one)
+def _shape_one_nb(shape, ax):
+    n = len(shape)
+
+    def impl(shape, ax):
+        out = np.empty(n, np.intp)
+        for i in range(n):
+            out[i] = 1 if i == ax else shape[i]
+        return to_fixed_tuple(out, n)
+
+    return impl
+
+
+def _shape_drop(shape, ax):
+    """``shape`` without axis ``ax``."""
+    return tuple(shape[:ax]) + tuple(shape[ax + 1:])
+
+
+@overload(_shape_drop)
+def _shape_drop_nb(shape, ax):
+    n = len(shape) - 1
+
+    def impl(shape, ax):
+        out = np.empty(n, np.intp)
+        j = 0
+        for i in range(n + 1):
+            if i != ax:
+                out[j] = shape[i]
+                j += 1
+        return to_fixed_tuple(out, n)
+
+    return impl
+
+
+def _shape_ones(shape):
+    """As many ones as ``shape`` has axes."""
+    return (1,) * len(shape)
+
+
+@overload(_shape_ones)
+def _shape_ones_nb(shape):
+    ones = (1,) * len(shape)
+    return lambda shape: ones
+
+
+def _v3(a, axis):
+    """``a`` as a C-contiguous ``(before, along, after)`` array; axis None: ``(1, size, 1)``."""
+    a = np.asarray(a)
+    if axis is None:
+        return np.ascontiguousarray(a).reshape(1, a.size, 1)
+    ax = _norm_axis(axis, a.ndim)
+    pre, post = _prepost(a.shape, ax)
+    return np.ascontiguousarray(a).reshape(pre, a.shape[ax], post)
+
+
+@overload(_v3)
+def _v3_nb(a, axis):
+    if _is_none(axis):
+        return lambda a, axis: np.ascontiguousarray(a).reshape((1, a.size, 1))
+
+    def impl(a, axis):
+        ax = _norm_axis(axis, a.ndim)
+        pre, post = _prepost(a.shape, ax)
+        return np.ascontiguousarray(a).reshape((pre, a.shape[ax], post))
+
+    return impl
+
+
+def _g3(g, a, axis):
+    """The result ``g`` of reducing ``a`` over ``axis`` (any keepdims) as ``(before, 1, after)``.
+
+    A scalar ``g`` broadcasts.
+    """
+    if axis is None:
+        return np.reshape(g, (1, 1, 1))
+    pre, post = _prepost(np.shape(a), _norm_axis(axis, np.ndim(a)))
+    if np.ndim(g) == 0:
+        return np.full((pre, 1, post), g)
+    return np.reshape(g, (pre, 1, post))
+
+
+@overload(_g3)
+def _g3_nb(g, a, axis):
+    if _is_none(axis):
+        if isinstance(g, types.Array):
+            return lambda g, a, axis: np.ascontiguousarray(g).reshape((1, 1, 1))
+        return lambda g, a, axis: np.full((1, 1, 1), g)
+    if isinstance(g, types.Array):
+
+        def array_impl(g, a, axis):
+            pre, post = _prepost(a.shape, _norm_axis(axis, a.ndim))
+            return np.ascontiguousarray(g).reshape((pre, 1, post))
+
+        return array_impl
+
+    def scalar_impl(g, a, axis):
+        pre, post = _prepost(a.shape, _norm_axis(axis, a.ndim))
+        return np.full((pre, 1, post), g)
+
+    return scalar_impl
+
+
+def _t3(t, a, axis):
+    """A tangent of ``a`` (a scalar broadcasts) viewed as :func:`_v3` views ``a``."""
+    if np.ndim(t) == 0:
+        t = np.full(np.shape(a), t)
+    return _v3(t, axis)
+
+
+@overload(_t3)
+def _t3_nb(t, a, axis):
+    if isinstance(t, types.Array):
+        return lambda t, a, axis: _v3(t, axis)
+    return lambda t, a, axis: _v3(np.full(a.shape, t), axis)
+
+
+def _like(r2, z):
+    """A ``(before, after)`` reduction result shaped like ``z`` (a scalar where ``z`` is)."""
+    r = np.reshape(r2, np.shape(z))
+    return r if r.ndim else r[()]
+
+
+@overload(_like)
+def _like_nb(r2, z):
+    if isinstance(z, types.Array):
+        return lambda r2, z: np.ascontiguousarray(r2).reshape(z.shape)
+    return lambda r2, z: r2[0, 0]
+
+
+@register_jitable
+def _fin_keep_all(r2, a, ax):
+    return r2.reshape(_shape_ones(a.shape))
+
+
+@register_jitable
+def _fin_keep(r2, a, ax):
+    return r2.reshape(_shape_one(a.shape, ax))
+
+
+@register_jitable
+def _fin_drop(r2, a, ax):
+    return r2.reshape(_shape_drop(a.shape, ax))
+
+
+@register_jitable
+def _fin_scalar(r2, a, ax):
+    return r2[0, 0]
+
+
+def _reduced_shape(shape, axis, keepdims):
+    """The shape of the result of reducing an array of ``shape`` over ``axis``."""
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    ax = _norm_axis(axis, len(shape))
+    return _shape_one(shape, ax) if keepdims else _shape_drop(shape, ax)
+
+
+def _finisher(ndim, axis, keep):
+    """How a ``(before, after)`` result of reducing an ``ndim``-array becomes what NumPy returns."""
+    if _is_none(axis):
+        return _fin_keep_all if keep else _fin_scalar
+    if keep:
+        return _fin_keep
+    return _fin_scalar if ndim == 1 else _fin_drop
+
+
+def _reduced_body(kernel, convert, ndim, axis, keep):
+    """A jitted ``body(a, axis, param)``: ``kernel`` over the axis, shaped as NumPy shapes it."""
+    fin = _finisher(ndim, axis, keep)
+    if _is_none(axis):
+
+        def body(a, axis, param):
+            return fin(kernel(_v3(convert(a), None), param), a, 0)
+
+    else:
+
+        def body(a, axis, param):
+            ax = _norm_axis(axis, a.ndim)
+            return fin(kernel(_v3(convert(a), ax), param), a, ax)
+
+    return njit(body)
+
+
+# ------------------------------------------------------------------ forward reductions
+@register_jitable
+def _same(a):
+    return a
+
+
+@register_jitable
+def _to_int64(a):
+    return a.astype(np.int64)
+
+
+@register_jitable
+def _to_float64(a):
+    return a.astype(np.float64)
+
+
+_SUM, _PROD, _MAX, _MIN, _MEAN = range(5)
+
+
+def _reduce3(x3, kind):
+    """Sum, product, max, min or mean (``kind``) of ``x3`` over its middle axis."""
+    if kind == _SUM:
+        return np.sum(x3, axis=1)
+    if kind == _PROD:
+        return np.prod(x3, axis=1)
+    if kind == _MAX:
+        return np.max(x3, axis=1)
+    if kind == _MIN:
+        return np.min(x3, axis=1)
+    return np.mean(x3, axis=1)
+
+
+@overload(_reduce3)
+def _reduce3_nb(x3, kind):
+    def impl(x3, kind):
+        pre, n, post = x3.shape
+        out = np.empty((pre, post), x3.dtype)
+        if kind == _MAX or kind == _MIN:
+            if n == 0:
+                raise ValueError("zero-size array to reduction operation which has no identity")
+            out[:, :] = x3[:, 0, :]
+        elif kind == _PROD:
+            out[:, :] = 1
+        else:
+            out[:, :] = 0
+        for i in range(pre):
+            for k in range(n):
+                for j in range(post):
+                    v = x3[i, k, j]
+                    if kind == _SUM or kind == _MEAN:
+                        out[i, j] += v
+                    elif kind == _PROD:
+                        out[i, j] *= v
+                    elif kind == _MAX:
+                        if v > out[i, j] or v != v:
+                            out[i, j] = v
+                    elif v < out[i, j] or v != v:
+                        out[i, j] = v
+        if kind == _MEAN:
+            out /= n
+        return out
+
+    return impl
+
+
+def _reduction_nb(name, kind, a, axis, keepdims):
+    """The body of the Numba implementation of a forward reduction, or None to ask for literal keepdims."""
+    if isinstance(a, (types.Number, types.Boolean)):
+        if not _is_none(axis):
+            raise errors.TypingError(f"rt.{name}: axis given for a scalar")
+        if kind == _MEAN:
+            return njit(lambda a, axis, param: float(a))
+        return njit(lambda a, axis, param: a)
+    if not isinstance(a, types.Array):
+        raise errors.TypingError(f"rt.{name}: expected an array, got {a}")
+    if not (_is_none(axis) or isinstance(axis, types.Integer)):
+        raise errors.TypingError(f"rt.{name}: axis must be None or an int, got {axis}")
+    keep = _static_bool(keepdims)
+    if keep is None:
+        return None
+    convert = _same
+    if not isinstance(a.dtype, types.Float):
+        if kind == _MEAN:
+            convert = _to_float64
+        elif kind in (_SUM, _PROD):
+            convert = _to_int64
+    return _reduced_body(_reduce3, convert, a.ndim, axis, keep)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``np.sum``, with ``axis`` and ``keepdims`` also in compiled code.
+
+    >>> sum(np.arange(6.0).reshape(2, 3), axis=0)
+    array([3., 5., 7.])
+    """
+    _check_none("sum", dtype=dtype, out=out)
+    return np.sum(a, axis=axis, keepdims=keepdims)
+
+
+@overload(sum)
+def _sum_nb(a, axis=None, dtype=None, out=None, keepdims=False):
+    _require_none("sum", dtype=dtype, out=out)
+    body = _reduction_nb("sum", _SUM, a, axis, keepdims)
+    if body is None:
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False: literally(keepdims)
+    return lambda a, axis=None, dtype=None, out=None, keepdims=False: body(a, axis, _SUM)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``np.mean``, with ``axis`` and ``keepdims`` also in compiled code.
+
+    >>> mean(np.arange(6.0).reshape(2, 3), axis=1, keepdims=True)
+    array([[1.],
+           [4.]])
+    """
+    _check_none("mean", dtype=dtype, out=out)
+    return np.mean(a, axis=axis, keepdims=keepdims)
+
+
+@overload(mean)
+def _mean_nb(a, axis=None, dtype=None, out=None, keepdims=False):
+    _require_none("mean", dtype=dtype, out=out)
+    body = _reduction_nb("mean", _MEAN, a, axis, keepdims)
+    if body is None:
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False: literally(keepdims)
+    return lambda a, axis=None, dtype=None, out=None, keepdims=False: body(a, axis, _MEAN)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """``np.prod``, with ``axis`` and ``keepdims`` also in compiled code.
+
+    >>> prod(np.array([[1.0, 2.0], [3.0, 4.0]]), axis=-1)
+    array([ 2., 12.])
+    """
+    _check_none("prod", dtype=dtype, out=out)
+    return np.prod(a, axis=axis, keepdims=keepdims)
+
+
+@overload(prod)
+def _prod_nb(a, axis=None, dtype=None, out=None, keepdims=False):
+    _require_none("prod", dtype=dtype, out=out)
+    body = _reduction_nb("prod", _PROD, a, axis, keepdims)
+    if body is None:
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False: literally(keepdims)
+    return lambda a, axis=None, dtype=None, out=None, keepdims=False: body(a, axis, _PROD)
+
+
+def amax(a, axis=None, out=None, keepdims=False):
+    """``np.amax``, with ``axis`` and ``keepdims`` also in compiled code.
+
+    >>> amax(np.array([[1.0, 5.0], [3.0, 4.0]]), axis=0)
+    array([3., 5.])
+    """
+    _check_none("amax", out=out)
+    return np.amax(a, axis=axis, keepdims=keepdims)
+
+
+@overload(amax)
+def _amax_nb(a, axis=None, out=None, keepdims=False):
+    _require_none("amax", out=out)
+    body = _reduction_nb("amax", _MAX, a, axis, keepdims)
+    if body is None:
+        return lambda a, axis=None, out=None, keepdims=False: literally(keepdims)
+    return lambda a, axis=None, out=None, keepdims=False: body(a, axis, _MAX)
+
+
+def amin(a, axis=None, out=None, keepdims=False):
+    """``np.amin``, with ``axis`` and ``keepdims`` also in compiled code.
+
+    >>> amin(np.array([[1.0, 5.0], [3.0, 4.0]]), axis=1)
+    array([1., 3.])
+    """
+    _check_none("amin", out=out)
+    return np.amin(a, axis=axis, keepdims=keepdims)
+
+
+@overload(amin)
+def _amin_nb(a, axis=None, out=None, keepdims=False):
+    _require_none("amin", out=out)
+    body = _reduction_nb("amin", _MIN, a, axis, keepdims)
+    if body is None:
+        return lambda a, axis=None, out=None, keepdims=False: literally(keepdims)
+    return lambda a, axis=None, out=None, keepdims=False: body(a, axis, _MIN)
+
+
+# ------------------------------------------------------------------ vector norms
+def _ord_value(ord):
+    """``ord`` of a vector norm as a float (None: 2); ValueError for what :func:`norm` does not support."""
+    if ord is None:
+        return 2.0
+    if isinstance(ord, str) or not (ord > 0 or ord == -np.inf):
+        raise ValueError(f"rt.norm: ord={ord!r} is not supported (None, inf, -inf or a number > 0)")
+    return float(ord)
+
+
+@overload(_ord_value)
+def _ord_value_nb(ord):
+    if _is_none(ord):
+        return lambda ord: 2.0
+    if not isinstance(ord, (types.Integer, types.Float)):
+        raise errors.TypingError(f"rt.norm: ord must be None or a number, got {ord}")
+
+    def impl(ord):
+        if not (ord > 0 or ord == -np.inf):
+            raise ValueError("rt.norm: ord is not supported (None, inf, -inf or a number > 0)")
+        return float(ord)
+
+    return impl
+
+
+def _vnorm3(x3, p):
+    """The ``p``-norm of ``x3`` over its middle axis."""
+    x = np.abs(x3)
+    if p == np.inf:
+        return np.max(x, axis=1)
+    if p == -np.inf:
+        return np.min(x, axis=1)
+    if p == 1.0:
+        return np.sum(x, axis=1)
+    if p == 2.0:
+        return np.sqrt(np.sum(x * x, axis=1))
+    p = x3.dtype.type(p)
+    return np.sum(x ** p, axis=1) ** (1 / p)
+
+
+@overload(_vnorm3)
+def _vnorm3_nb(x3, p):
+    ft = x3.dtype
+
+    def impl(x3, p):
+        x = np.abs(x3)
+        if p == np.inf:
+            return _reduce3(x, _MAX)
+        if p == -np.inf:
+            return _reduce3(x, _MIN)
+        if p == 1.0:
+            return _reduce3(x, _SUM)
+        if p == 2.0:
+            return np.sqrt(_reduce3(x * x, _SUM))
+        q = ft(p)
+        return _reduce3(x ** q, _SUM) ** (ft(1.0) / q)
+
+    return impl
+
+
+def _check_norm(ndim, axis_is_none, ord_is_none):
+    if axis_is_none and not ord_is_none and ndim >= 2:
+        raise NotImplementedError(f"rt.norm: matrix norms (ord given, axis None, {ndim}-D input) are not "
+                                  "supported; pass an axis for vector norms")
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """``np.linalg.norm`` of vectors (ord None/2, 1, inf, -inf, p > 0), along ``axis`` or of the whole array.
+
+    With ``ord`` None and no axis it is the 2-norm of all elements (Frobenius for matrices).
+
+    >>> norm(np.array([[3.0, 4.0], [6.0, 8.0]]), axis=1)
+    array([ 5., 10.])
+    """
+    _ord_value(ord)
+    _check_norm(np.ndim(x), axis is None, ord is None)
+    return np.linalg.norm(x, ord, axis, keepdims)
+
+
+@overload(norm)
+def _norm_nb(x, ord=None, axis=None, keepdims=False):
+    if isinstance(x, types.Number):
+        return lambda x, ord=None, axis=None, keepdims=False: abs(x)
+    if not isinstance(x, types.Array):
+        raise errors.TypingError(f"rt.norm: expected an array, got {x}")
+    _check_norm(x.ndim, _is_none(axis), _is_none(ord))
+    keep = _static_bool(keepdims)
+    if keep is None:
+        return lambda x, ord=None, axis=None, keepdims=False: literally(keepdims)
+    convert = _same if isinstance(x.dtype, types.Float) else _to_float64
+    body = _reduced_body(_vnorm3, convert, x.ndim, axis, keep)
+    return lambda x, ord=None, axis=None, keepdims=False: body(x, axis, _ord_value(ord))
+
+
+def _dnorm3(x3, z3, p):
+    """The derivative of the ``p``-norm ``z3`` of ``x3`` (over the middle axis) by each element of ``x3``."""
+    x = np.abs(x3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if p == np.inf or p == -np.inf:
+            hits = x == z3
+            return np.sign(x3) * hits / np.sum(hits, axis=1, keepdims=True)
+        if p == 1.0:
+            return np.sign(x3)
+        if p == 2.0:
+            return np.where(z3 == 0, 0.0, x3 / z3)
+        return np.where(x == 0, 0.0, np.sign(x3) * (x / z3) ** (p - 1.0))
+
+
+@overload(_dnorm3)
+def _dnorm3_nb(x3, z3, p):
+    ft = _float_dtype(x3, z3)
+
+    def impl(x3, z3, p):
+        pre, n, post = x3.shape
+        out = np.zeros(x3.shape, ft)
+        for i in range(pre):
+            for j in range(post):
+                z = z3[i, 0, j]
+                if p == np.inf or p == -np.inf:
+                    count = 0
+                    for k in range(n):
+                        if abs(x3[i, k, j]) == z:
+                            count += 1
+                    for k in range(n):
+                        if abs(x3[i, k, j]) == z:
+                            out[i, k, j] = np.sign(x3[i, k, j]) / count
+                else:
+                    for k in range(n):
+                        v = x3[i, k, j]
+                        if p == 1.0:
+                            out[i, k, j] = np.sign(v)
+                        elif p == 2.0:
+                            if z != 0:
+                                out[i, k, j] = v / z
+                        elif v != 0:
+                            out[i, k, j] = np.sign(v) * (abs(v) / z) ** (p - 1.0)
+        return out
+
+    return impl
+
+
+def norm_vjp(g, x, z, ord, axis, keepdims):
+    """Adjoint of :func:`norm`: ``g`` (shaped like ``z = norm(x, ord, axis, keepdims)``) spread over ``x``.
+
+    Ties of the inf-norms share ``g`` equally; a zero norm has a zero adjoint.
+
+    >>> norm_vjp(2.0, np.array([3.0, -4.0]), 5.0, None, None, False)
+    array([ 1.2, -1.6])
+    """
+    if np.ndim(x) == 0:
+        return g * np.sign(x)
+    d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
+    return (d3 * _g3(g, x, axis)).reshape(np.shape(x))
+
+
+@overload(norm_vjp)
+def _norm_vjp_nb(g, x, z, ord, axis, keepdims):
+    if isinstance(x, types.Number):
+        return lambda g, x, z, ord, axis, keepdims: g * np.sign(x)
+
+    def impl(g, x, z, ord, axis, keepdims):
+        d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
+        return (d3 * _g3(g, x, axis)).reshape(x.shape)
+
+    return impl
+
+
+def norm_jvp(x_dot, x, z, ord, axis, keepdims):
+    """Tangent of ``z = norm(x, ord, axis, keepdims)`` for the tangent ``x_dot`` of ``x``; shaped like ``z``.
+
+    >>> norm_jvp(np.array([1.0, 1.0]), np.array([3.0, -4.0]), 5.0, None, None, False)
+    -0.2
+    """
+    if np.ndim(x) == 0:
+        return x_dot * np.sign(x)
+    d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
+    return _like(np.sum(d3 * _t3(x_dot, x, axis), axis=1), z)
+
+
+@overload(norm_jvp)
+def _norm_jvp_nb(x_dot, x, z, ord, axis, keepdims):
+    if isinstance(x, types.Number):
+        return lambda x_dot, x, z, ord, axis, keepdims: x_dot * np.sign(x)
+
+    def impl(x_dot, x, z, ord, axis, keepdims):
+        d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
+        return _like(_reduce3(d3 * _t3(x_dot, x, axis), _SUM), z)
+
+    return impl
+
+
+# ------------------------------------------------------------------ products
+def _others3(x3):
+    """For each element of ``x3``, the product of the other elements along the middle axis (no division)."""
+    left = np.ones_like(x3)
+    right = np.ones_like(x3)
+    left[:, 1:] = np.cumprod(x3[:, :-1], axis=1)
+    right[:, :-1] = np.cumprod(x3[:, :0:-1], axis=1)[:, ::-1]
+    return left * right
+
+
+@overload(_others3)
+def _others3_nb(x3):
+    ft = _float_dtype(x3)
+
+    def impl(x3):
+        pre, n, post = x3.shape
+        out = np.empty(x3.shape, ft)
+        for i in range(pre):
+            for j in range(post):
+                acc = 1.0
+                for k in range(n):
+                    out[i, k, j] = acc
+                    acc *= x3[i, k, j]
+                acc = 1.0
+                for k in range(n - 1, -1, -1):
+                    out[i, k, j] *= acc
+                    acc *= x3[i, k, j]
+        return out
+
+    return impl
+
+
+def prod_vjp(g, a, axis, keepdims):
+    """Adjoint of ``np.prod(a, axis, keepdims=keepdims)``: ``g`` times the product of the other elements.
+
+    Exact where ``a`` holds zeros (no division by the product).
+
+    >>> prod_vjp(np.array([1.0, 2.0]), np.array([[2.0, 3.0], [0.0, 5.0]]), 1, False)
+    array([[ 3.,  2.],
+           [10.,  0.]])
+    """
+    if np.ndim(a) == 0:
+        return g
+    return (_others3(_v3(a, axis)) * _g3(g, a, axis)).reshape(np.shape(a))
+
+
+@overload(prod_vjp)
+def _prod_vjp_nb(g, a, axis, keepdims):
+    if isinstance(a, types.Number):
+        return lambda g, a, axis, keepdims: g
+
+    def impl(g, a, axis, keepdims):
+        return (_others3(_v3(a, axis)) * _g3(g, a, axis)).reshape(a.shape)
+
+    return impl
+
+
+def prod_jvp(a_dot, a, axis, keepdims):
+    """Tangent of ``np.prod(a, axis, keepdims=keepdims)`` for the tangent ``a_dot`` of ``a``.
+
+    >>> prod_jvp(np.array([1.0, 0.0, 0.0]), np.array([0.0, 2.0, 3.0]), None, False)
+    6.0
+    """
+    if np.ndim(a) == 0:
+        return a_dot
+    r3 = _others3(_v3(a, axis)) * _t3(a_dot, a, axis)
+    r = np.sum(r3, axis=1).reshape(_reduced_shape(np.shape(a), axis, keepdims))
+    return r if r.ndim else r[()]
+
+
+@overload(prod_jvp)
+def _prod_jvp_nb(a_dot, a, axis, keepdims):
+    if isinstance(a, types.Number):
+        return lambda a_dot, a, axis, keepdims: a_dot
+    keep = _static_bool(keepdims)
+    if keep is None:
+        return lambda a_dot, a, axis, keepdims: literally(keepdims)
+    fin = _finisher(a.ndim, axis, keep)
+    if _is_none(axis):
+
+        def all_impl(a_dot, a, axis, keepdims):
+            return fin(_reduce3(_others3(_v3(a, axis)) * _t3(a_dot, a, axis), _SUM), a, 0)
+
+        return all_impl
+
+    def impl(a_dot, a, axis, keepdims):
+        ax = _norm_axis(axis, a.ndim)
+        return fin(_reduce3(_others3(_v3(a, ax)) * _t3(a_dot, a, ax), _SUM), a, ax)
+
+    return impl
+
+
+# ------------------------------------------------------------------ max and min
+def extremum_jvp(a_dot, a, z, axis, keepdims):
+    """Tangent of ``z = np.max(a, axis, keepdims=keepdims)`` (or min): ``a_dot`` averaged over the ties.
+
+    The transpose of ``extremum_vjp``.
+
+    >>> extremum_jvp(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 3.0]), 3.0, None, False)
+    3.0
+    """
+    if np.ndim(a) == 0:
+        return a_dot
+    hits = _v3(a, axis) == _g3(z, a, axis)
+    r2 = np.sum(hits * _t3(a_dot, a, axis), axis=1) / np.sum(hits, axis=1)
+    return _like(r2, z)
+
+
+@overload(extremum_jvp)
+def _extremum_jvp_nb(a_dot, a, z, axis, keepdims):
+    if isinstance(a, types.Number):
+        return lambda a_dot, a, z, axis, keepdims: a_dot
+
+    def impl(a_dot, a, z, axis, keepdims):
+        hits = (_v3(a, axis) == _g3(z, a, axis)) * 1.0
+        return _like(_reduce3(hits * _t3(a_dot, a, axis), _SUM) / _reduce3(hits, _SUM), z)
+
+    return impl
+
+
+# ------------------------------------------------------------------ cumulative sums
+def cumsum_vjp(g, a, axis):
+    """Adjoint of ``np.cumsum(a, axis)``: sums of ``g`` from each element to the end (axis None: flattened).
+
+    >>> cumsum_vjp(np.array([1.0, 2.0, 3.0]), np.zeros(3), None)
+    array([6., 5., 3.])
+    """
+    if np.ndim(a) == 0:
+        return np.sum(g)
+    g3 = _v3(g, axis)
+    return np.cumsum(g3[:, ::-1], axis=1)[:, ::-1].reshape(np.shape(a))
+
+
+@overload(cumsum_vjp)
+def _cumsum_vjp_nb(g, a, axis):
+    if isinstance(a, types.Number):
+        return lambda g, a, axis: np.sum(g)
+
+    def impl(g, a, axis):
+        g3 = _v3(g, axis)
+        pre, n, post = g3.shape
+        out = np.empty(g3.shape, g3.dtype)
+        for i in range(pre):
+            for j in range(post):
+                acc = 0.0
+                for k in range(n - 1, -1, -1):
+                    acc += g3[i, k, j]
+                    out[i, k, j] = acc
+        return out.reshape(a.shape)
+
+    return impl
+
+
+# ------------------------------------------------------------------ clip
+def _ones_of(a):
+    return np.ones(np.shape(a)) if np.ndim(a) else 1.0
+
+
+@overload(_ones_of)
+def _ones_of_nb(a):
+    if isinstance(a, types.Array):
+        return lambda a: np.ones(a.shape)
+    return lambda a: 1.0
+
+
+def clip_inside(a, a_min, a_max):
+    """1.0 where ``a_min <= a <= a_max``, else 0.0 (a None bound does not limit); broadcast like ``np.clip``.
+
+    >>> clip_inside(np.array([-2.0, 0.5, 3.0]), 0.0, 1.0)
+    array([0., 1., 0.])
+    """
+    if a_min is None:
+        if a_max is None:
+            return _ones_of(a)
+        return (a <= a_max) * 1.0
+    if a_max is None:
+        return (a >= a_min) * 1.0
+    return np.logical_and(a >= a_min, a <= a_max) * 1.0
+
+
+@overload(clip_inside)
+def _clip_inside_nb(a, a_min, a_max):
+    if _is_none(a_min):
+        if _is_none(a_max):
+            return lambda a, a_min, a_max: _ones_of(a)
+        return lambda a, a_min, a_max: (a <= a_max) * 1.0
+    if _is_none(a_max):
+        return lambda a, a_min, a_max: (a >= a_min) * 1.0
+    return lambda a, a_min, a_max: np.logical_and(a >= a_min, a <= a_max) * 1.0
+
+
+def _times(t, m):
+    """``t * m``, with a None tangent as zero (keeping ``m``'s shape)."""
+    return m * 0.0 if t is None else t * m
+
+
+@overload(_times)
+def _times_nb(t, m):
+    if _is_none(t):
+        return lambda t, m: m * 0.0
+    return lambda t, m: t * m
+
+
+def _beyond(t, a, bound, below):
+    """``t`` where ``a`` is below (or above) ``bound``, else 0; just 0.0 for a None bound or tangent."""
+    if bound is None or t is None:
+        return 0.0
+    return t * ((a < bound) if below else (a > bound))
+
+
+@overload(_beyond)
+def _beyond_nb(t, a, bound, below):
+    if _is_none(bound) or _is_none(t):
+        return lambda t, a, bound, below: 0.0
+
+    def impl(t, a, bound, below):
+        if below:
+            return t * ((a < bound) * 1.0)
+        return t * ((a > bound) * 1.0)
+
+    return impl
+
+
+def clip_jvp(a_dot, a_min_dot, a_max_dot, a, a_min, a_max):
+    """Tangent of ``np.clip(a, a_min, a_max)``: ``a_dot`` inside the bounds, a bound's tangent beyond it.
+
+    A None tangent counts as zero. The transpose of the adjoints in the rule of ``np.clip``.
+
+    >>> clip_jvp(np.ones(3), 5.0, None, np.array([-1.0, 0.5, 2.0]), 0.0, 1.0)
+    array([5., 1., 0.])
+    """
+    inside = clip_inside(a, a_min, a_max)
+    return _times(a_dot, inside) + _beyond(a_min_dot, a, a_min, True) + _beyond(a_max_dot, a, a_max, False)
+
+
+@overload(clip_jvp)
+def _clip_jvp_nb(a_dot, a_min_dot, a_max_dot, a, a_min, a_max):
+    def impl(a_dot, a_min_dot, a_max_dot, a, a_min, a_max):
+        inside = _times(a_dot, clip_inside(a, a_min, a_max))
+        return inside + _beyond(a_min_dot, a, a_min, True) + _beyond(a_max_dot, a, a_max, False)
+
+    return impl
+

@@ -1,0 +1,52 @@
+"""Shared helpers: gradients compared with central finite differences in float64."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import s2s
+from s2s.check import numerical_grad
+
+TARGETS = ("cpu", "python")
+targets = pytest.mark.parametrize("target", TARGETS)
+
+
+def assert_grads(fn, args, argnums=None, target="cpu", rtol=1e-6, atol=1e-8, nonzero=True):
+    """Assert that ``s2s.grad(fn)`` matches central differences, for every float argument by default.
+
+    With ``nonzero`` (the default) the finite-difference gradient must also be
+    non-zero somewhere, so that a gradient of zeros cannot pass by accident.
+    Returns the gradients s2s computed (a tuple, one per argument checked).
+    """
+    if argnums is None:
+        argnums = tuple(k for k, a in enumerate(args)
+                        if isinstance(a, float) or (isinstance(a, np.ndarray) and a.dtype.kind == "f"))
+    argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    originals = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    got = s2s.grad(fn, argnums=argnums, target=target)(*args)
+    assert isinstance(got, tuple) and len(got) == len(argnums)
+    for a, o in zip(args, originals):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, o, err_msg="the gradient call modified an argument")
+    for k, g in zip(argnums, got):
+        expected = numerical_grad(fn, args, k, eps=1e-6)
+        assert np.shape(g) == np.shape(args[k]), f"gradient {k} has shape {np.shape(g)}, not {np.shape(args[k])}"
+        assert np.all(np.isfinite(g)), f"gradient {k} is not finite: {g}"
+        np.testing.assert_allclose(g, expected, rtol=rtol, atol=atol, err_msg=f"gradient of argument {k}")
+        if nonzero:
+            assert np.any(np.abs(expected) > 1e-6), f"gradient {k} is zero: the check would be vacuous"
+    return got
+
+
+def line_of(fn, marker):
+    """The line number, in ``fn``'s file, of the line of ``fn`` holding the comment ``# marker``."""
+    lines, start = inspect.getsourcelines(fn)
+    hits = [start + k for k, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}")]
+    assert len(hits) == 1, f"marker {marker!r} found {len(hits)} times in {fn.__name__}"
+    return hits[0]
+
+
+def def_line(fn):
+    """The line of ``fn``'s ``def`` statement."""
+    return inspect.getsourcelines(fn)[1]
