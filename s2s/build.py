@@ -20,6 +20,7 @@ are sequenced by :mod:`s2s.program`):
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, field
 
 import gast
@@ -30,6 +31,7 @@ from .analysis.activity import Activity
 from .analysis.types import Typed, Typer, atom_type, is_float_type
 from .astutil import assign, call, const, name
 from .codegen import module_source
+from .custom import custom_jvp, custom_vjp
 from .errors import InputError
 from .naming import Namer
 from .passes import record, simplify, tapes
@@ -51,6 +53,21 @@ class Module:
     line_map: dict
     constants: dict = field(default_factory=dict)
     filename: str = ""
+
+
+@functools.cache
+def compiler_digest() -> str:
+    """A digest of the compiler's and the runtime's own source (so that a changed s2s never reuses a cache)."""
+    import hashlib
+    import pathlib
+
+    import s2s_runtime
+
+    h = hashlib.sha256()
+    for package in (pathlib.Path(__file__).parent, pathlib.Path(s2s_runtime.__file__).parent):
+        for path in sorted(package.rglob("*.py")):
+            h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
@@ -114,8 +131,8 @@ class Builder:
         import numpy as np
 
         h = hashlib.sha256()
-        parts = [__version__, numba.__version__, np.__version__, sys.version, self.transform, repr(self.argnums),
-                 repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
+        parts = [__version__, compiler_digest(), numba.__version__, np.__version__, sys.version, self.transform,
+                 repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
                  repr(sorted(self.structures.items())), repr([str(t) for t in arg_types])]
         for f in program.functions.values():
             parts += [f.name, f.source()]
@@ -303,8 +320,28 @@ class _Generator:
         if key not in self._vjps:
             vjp_name = self.program.namer.fresh(f"{callee.name}_vjp")
             self._vjps[key] = vjp_name
-            self._build_vjp(vjp_name, callee, arg_types, mask)
+            custom = self.program.custom.get(callee.name)
+            if isinstance(custom, custom_vjp):
+                self._custom_vjp(vjp_name, callee, custom, mask)
+            else:
+                self._build_vjp(vjp_name, callee, arg_types, mask)
         return self._vjps[key], active_args
+
+    def _custom_vjp(self, vjp_name: str, callee: Function, custom, mask) -> None:
+        """``f_vjp(args, out_adj)``: the user's ``fwd`` for the residuals, then their ``bwd``."""
+        params = callee.params
+        fwd, bwd = self.program.rule_names[custom.fwd], self.program.rule_names[custom.bwd]
+        seed = Namer(callee.namer.taken).fresh("out_adj")
+        picked = ", ".join(f"_adjoints[{k}]" for k, m in enumerate(mask) if m)
+        text = (f"def {vjp_name}({', '.join(params + [seed])}):\n"
+                f"    _residuals = {fwd}({', '.join(params)})[1]\n"
+                f"    _adjoints = {bwd}(_residuals, {seed})\n"
+                f"    return ({picked},)\n")
+        node = gast.parse(text).body[0]
+        for n in gast.walk(node):
+            if isinstance(n, gast.stmt):
+                n.lineno = callee.node.lineno
+        self.functions.append(node)
 
     def _build_vjp(self, vjp_name: str, callee: Function, arg_types, mask) -> None:
         typed = self.typer.type(callee, arg_types)
@@ -377,6 +414,10 @@ class _Generator:
         if not active_args:
             return None, []
         key = (callee.name, arg_types, mask, vector)
+        if key not in self._jvps and isinstance(self.program.custom.get(callee.name), custom_jvp):
+            jvp_name = self.program.namer.fresh(f"{callee.name}_{'jacfwd' if vector else 'jvp'}")
+            self._jvps[key] = jvp_name
+            self._custom_jvp(jvp_name, callee, self.program.custom[callee.name], arg_types, mask, vector)
         if key not in self._jvps:
             jvp_name = self.program.namer.fresh(f"{callee.name}_{'jacfwd' if vector else 'jvp'}")
             self._jvps[key] = jvp_name
@@ -387,8 +428,13 @@ class _Generator:
             namer = copy.deepcopy(callee.namer)
             directions = None
             if vector:
-                directions = gast.Subscript(value=gast.Attribute(value=name(namer.tangent(active[0])), attr="shape",
-                                                                 ctx=gast.Load()), slice=const(0), ctx=gast.Load())
+                # the number of directions: the leading axis of the first tangent (inside tuples)
+                first = name(namer.tangent(active[0]))
+                t = typed_callee.type_of(active[0])
+                while isinstance(t, types.BaseTuple):
+                    first, t = gast.Subscript(value=first, slice=const(0), ctx=gast.Load()), t.types[0]
+                directions = gast.Subscript(value=gast.Attribute(value=first, attr="shape", ctx=gast.Load()),
+                                            slice=const(0), ctx=gast.Load())
             ft = ForwardTransform(typed_callee, callee_activity, namer,
                                   lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
             body, ret = ft.build()
@@ -396,3 +442,37 @@ class _Generator:
             inputs = params + [namer.tangent(p) for p in active]
             self.functions.append(self._function(jvp_name, inputs, simplify.simplify(body, self.pure), callee))
         return self._jvps[key], active_args
+
+    def _custom_jvp(self, jvp_name: str, callee: Function, custom, arg_types, mask, vector: bool) -> None:
+        """``f_jvp(args, tangents)``: the user's forward rule, once per direction in vector mode."""
+        params = callee.params
+        rule = self.program.rule_names[custom.jvp]
+        namer = Namer(callee.namer.taken)
+        dots = {p: namer.tangent(p) for p, m in zip(params, mask) if m}
+
+        def tangent(p, t, k=None):
+            if p in dots:
+                return dots[p] if k is None else f"{dots[p]}[{k}]"
+            return "np.zeros_like(" + p + ")" if isinstance(t, types.Array) else "0.0"
+
+        primals = "(" + "".join(f"{p}, " for p in params) + ")"
+        lines = [f"def {jvp_name}({', '.join(params + list(dots.values()))}):"]
+        if not vector:
+            tangents = "(" + "".join(f"{tangent(p, t)}, " for p, t in zip(params, arg_types)) + ")"
+            lines += [f"    _out = {rule}({primals}, {tangents})", "    return _out[0], _out[1]"]
+        else:
+            first = next(iter(dots.values()))
+            per_k = "(" + "".join(f"{tangent(p, t, '_k')}, " for p, t in zip(params, arg_types)) + ")"
+            lines += [f"    _K = {first}.shape[0]",
+                      "    _k = 0",
+                      f"    _out = {rule}({primals}, {per_k})",
+                      "    _tangent = rt.batch_like(_out[1], _K)",
+                      "    _tangent[0] = _out[1]",
+                      "    for _k in range(1, _K):",
+                      f"        _tangent[_k] = {rule}({primals}, {per_k})[1]",
+                      "    return _out[0], _tangent"]
+        node = gast.parse("\n".join(lines) + "\n").body[0]
+        for n in gast.walk(node):
+            if isinstance(n, gast.stmt):
+                n.lineno = callee.node.lineno
+        self.functions.append(node)

@@ -25,7 +25,7 @@ import gast
 
 from .errors import S2SError, UnsupportedError
 
-__all__ = ["Source", "parse", "MISSING"]
+__all__ = ["Source", "parse", "wrap_call", "MISSING"]
 
 MISSING = object()
 
@@ -179,3 +179,27 @@ def _wrap_ruled(fn) -> Source:
     filename = f"<s2s wrapper of {name}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     return Source(fn, name, filename, node, {"__fn__": fn})
+
+
+_wrappers: dict = {}
+
+
+def wrap_call(fn):
+    """A Python function of the same parameters that only calls ``fn`` (cached per object).
+
+    Transforms of an object with its own rule (a custom rule) start from such
+    a wrapper, so that the rule is applied at the call.
+    """
+    if fn in _wrappers:
+        return _wrappers[fn]
+    params = list(inspect.signature(fn).parameters)
+    name = getattr(fn, "__name__", "f")
+    text = f"def {name}({', '.join(params)}):\n    return __fn__({', '.join(params)})\n"
+    filename = f"<s2s wrapper of {name} {id(fn)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    namespace = {"__fn__": fn}
+    exec(compile(text, filename, "exec"), namespace)
+    wrapper = namespace[name]
+    wrapper.__module__ = "s2s_wrappers"
+    _wrappers[fn] = wrapper
+    return wrapper

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 import gast
 
 from .astutil import to_source
-from .errors import UnsupportedError
-from .frontend import Source, parse
+from .custom import custom_jvp, custom_vjp
+from .errors import S2SError, UnsupportedError
+from .frontend import Source, parse, wrap_call
 from .naming import Namer
 from .passes import anf, control_flow, fence, flatten, lift, resolve
 
@@ -64,6 +65,8 @@ class Program:
         self.constants: dict[str, object] = {}
         self._names: dict[object, str] = {}
         self._pending: list = []
+        self.custom: dict[str, object] = {}  # module name → custom_jvp / custom_vjp object
+        self.rule_names: dict[object, str] = {}  # a custom rule's function → its module name
 
     # ----------------------------------------------------------- module names
     def function_name(self, fn, structures: dict | None = None) -> str:
@@ -75,9 +78,17 @@ class Program:
         fn = getattr(fn, "py_func", fn)
         key = (fn, tuple(sorted((structures or {}).items(), key=lambda kv: kv[0])))
         if key not in self._names:
-            src = parse(fn)
+            custom = isinstance(fn, (custom_jvp, custom_vjp))
+            src = parse(fn.fun if custom else fn)
             self._names[key] = self.namer.fresh(src.name)
             self._pending.append((key, src))
+            if custom:
+                self.custom[self._names[key]] = fn
+                for rule in (fn.jvp,) if isinstance(fn, custom_jvp) else (fn.fwd, fn.bwd):
+                    if rule is None:
+                        raise S2SError(f"{src.name} is a custom_{'jvp' if isinstance(fn, custom_jvp) else 'vjp'} "
+                                       "function without its rule (call defjvp / defvjp)")
+                    self.rule_names[rule] = self.function_name(rule)
         return self._names[key]
 
     def module_functions(self) -> set[str]:
@@ -100,6 +111,8 @@ class Program:
         ``structures`` maps argument positions to pytree structures (containers).
         """
         fn = getattr(fn, "py_func", fn)
+        if isinstance(fn, (custom_jvp, custom_vjp)):
+            fn = wrap_call(fn)  # so that the custom rule applies to the call
         self.function_name(fn, structures)
         key = (fn, tuple(sorted((structures or {}).items(), key=lambda kv: kv[0])))
         while self._pending:

@@ -248,15 +248,17 @@ class ForwardTransform:
             if not self.active(value.value):
                 return None
             index = copy.deepcopy(value.slice)
-            if self.directions is not None:
+            if self.directions is not None and not isinstance(self.typed.type_of(value.value.id), types.BaseTuple):
                 index = _prepend_all(index)
             expr = gast.Subscript(value=name(self.dot(value.value.id)), slice=index, ctx=gast.Load())
             expr.s2s_whole = True
             return expr
         if isinstance(value, gast.Tuple):
-            if any(self.active(e) for e in value.elts):
-                raise self.fn.unsupported("a tuple of active values kept in a variable", s)
-            return None
+            if not any(self.active(e) for e in gast.walk(value)):
+                return None
+            expr = self._tuple_tangent(value)
+            expr.s2s_whole = True
+            return expr
         if isinstance(value, (gast.Constant, gast.Attribute, gast.Compare, gast.BoolOp, gast.List)):
             return None
         rule, bound, label = call_rule(value)
@@ -296,6 +298,21 @@ class ForwardTransform:
             expr = call("rt.broadcast_like", expr, name(z))
         return expr
 
+    def _tuple_tangent(self, value):
+        """The tangent of a tuple of atoms: the tuple of their tangents (zeros where inactive)."""
+        elts = []
+        for e in value.elts:
+            if isinstance(e, gast.Tuple):
+                elts.append(self._tuple_tangent(e))
+            elif self.active(e):
+                elts.append(name(self.dot(e.id)))
+            elif isinstance(e, gast.Name):
+                elts.append(self.zero_of(e.id))
+            else:
+                elts.append(const(0.0) if self.directions is None else call("np.zeros",
+                                                                            copy.deepcopy(self.directions)))
+        return gast.Tuple(elts=elts, ctx=gast.Load())
+
     def _sequence_tangent(self, elt):
         if self.active(elt):
             return name(self.dot(elt.id))
@@ -316,7 +333,7 @@ class ForwardTransform:
     def output(self, atom) -> gast.expr:
         """The tangent of a returned atom (a zero of its shape when inactive)."""
         if isinstance(atom, gast.Tuple):
-            return gast.Tuple(elts=[self.output(e) for e in atom.elts], ctx=gast.Load())
+            return self._tuple_tangent(atom)
         if self.active(atom):
             return name(self.dot(atom.id))
         if isinstance(atom, gast.Name):

@@ -32,6 +32,7 @@ import gast
 import numpy as np
 
 from ..astutil import attr_chain, call, const, dotted, located, name, to_source
+from ..custom import custom_jvp, custom_vjp
 from ..errors import S2SError, UnsupportedError
 from ..frontend import MISSING
 from ..rules import canonical_name, lookup
@@ -131,6 +132,8 @@ class _Resolver(gast.NodeTransformer):
     def callee(self, obj, node, structures=None) -> gast.expr:
         """How generated code names the called object ``obj`` (``structures``: containers it receives)."""
         obj = getattr(obj, "py_func", obj)
+        if isinstance(obj, (custom_jvp, custom_vjp)):
+            return name(self.program.function_name(obj, structures))
         rule = lookup(obj)
         if rule is not None:
             spelling = rule.name
