@@ -91,6 +91,6 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
         >>> s2s.defrule(np.sinc, "x", jvp="x_dot * (np.cos(np.pi * x) - z) / x",
         ...             vjp="z_adj * (np.cos(np.pi * x) - z) / x")
         >>> round(s2s.grad(np.sinc)(0.5), 6)
-        -0.63662
+        -1.27324
     """
     _defrule(fn, params, jvp=jvp, vjp=vjp, nondiff=nondiff)
