@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import types
+from numba import literal_unroll
 from numba.core.extending import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
-           "broadcast_like", "basis", "jacobian", "batch_like"]
+           "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat"]
 
 
 def unbroadcast(g, like):
@@ -326,3 +327,44 @@ def _batch_like_nb(first, n):
     if isinstance(first, types.Boolean):
         return lambda first, n: np.empty(n, np.bool_)
     return lambda first, n: np.empty(n, type(first))
+
+
+def same_shape(*arrays) -> bool:
+    """Whether all ``arrays`` have one shape (the condition of a fused loop).
+
+    >>> same_shape(np.zeros(3), np.ones(3)), same_shape(np.zeros(3), np.ones((1, 3)))
+    (True, False)
+    """
+    return all(np.shape(a) == np.shape(arrays[0]) for a in arrays)
+
+
+@overload(same_shape)
+def _same_shape_nb(*arrays):
+    if isinstance(arrays, tuple) and len(arrays) == 1 and isinstance(arrays[0], types.BaseTuple):
+        arrays = arrays[0].types
+    ndims = {a.ndim for a in arrays}
+    if len(ndims) > 1:
+        return lambda *arrays: False
+
+    def impl(*arrays):
+        first = arrays[0].shape
+        for a in literal_unroll(arrays):
+            if a.shape != first:
+                return False
+        return True
+
+    return impl
+
+
+def flat(a):
+    """``a`` as a C-contiguous 1-D array: a view where ``a`` is contiguous, else a copy.
+
+    >>> flat(np.arange(6.0).reshape(2, 3)[:, ::2])
+    array([0., 2., 3., 5.])
+    """
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+@overload(flat)
+def _flat_nb(a):
+    return lambda a: np.ascontiguousarray(a).reshape(-1)

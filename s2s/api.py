@@ -102,21 +102,23 @@ class Transformed:
         return tuple(out)
 
     # -------------------------------------------------------------- entries
-    def entry(self, args: tuple, extra_types: tuple = ()) -> _Entry:
+    def entry(self, args: tuple, extra_types: tuple = (), fuse: bool = True) -> _Entry:
         """The compiled entry for the types of ``args`` (built at the first call with them).
 
         Containers among ``args`` are flattened: the entry takes their leaves.
+        ``fuse=False`` keeps element-wise code unfused (for transforming it again).
         """
         leaves, structures = _flatten_all(args)
         key = tuple(typeof_value(a) for a in leaves)
-        cache_key = key + extra_types + (structures if any(t.kind != "leaf" for t in structures) else ())
+        cache_key = key + extra_types + (structures if any(t.kind != "leaf" for t in structures) else ()) \
+            + (() if fuse else ("unfused",))
         entry = self._entries.get(cache_key)
         if entry is not None:
             return entry
         fn, transform, scalar_output = self.fn, self.transform, False
         if isinstance(fn, Transformed):
             # Reverse mode over generated code is computed in forward mode: the same derivative.
-            fn = fn.entry(args).function
+            fn = fn.entry(args, fuse=False).function
             if transform in ("grad", "value_and_grad"):
                 scalar_output = True
             if transform != "jit":
@@ -126,7 +128,7 @@ class Transformed:
                                "use grad, jacfwd, jacrev, hessian or jvp")
         nums = self.nums(len(args))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
-                          self.target, scalar_output, structures)
+                          self.target, scalar_output, structures, fuse)
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" else None
         compile_now = self.target == "cpu" and (transform != "vjp" or extra_types)

@@ -34,7 +34,7 @@ from .codegen import module_source
 from .custom import custom_jvp, custom_vjp
 from .errors import InputError
 from .naming import Namer
-from .passes import record, simplify, tapes
+from .passes import fuse, record, simplify, tapes
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
 from .program import Function, Program
@@ -88,7 +88,7 @@ class Builder:
     """Generates the module of one transform of ``fn``, per tuple of argument types."""
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
-                 target: str = "cpu", scalar_output: bool = False, structures: tuple = ()):
+                 target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -98,6 +98,7 @@ class Builder:
         self.has_aux = has_aux
         self.target = target
         self.scalar_output = scalar_output  # a gradient computed in forward mode still needs a scalar
+        self.fuse = fuse and target != "python"
         # the pytree structure of each argument; generated code takes their leaves
         self.structures = {k: t for k, t in enumerate(structures) if t.kind != "leaf"}
         if self.structures:
@@ -133,7 +134,7 @@ class Builder:
         h = hashlib.sha256()
         parts = [__version__, compiler_digest(), numba.__version__, np.__version__, sys.version, self.transform,
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
-                 repr(sorted(self.structures.items())), repr([str(t) for t in arg_types])]
+                 repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse)]
         for f in program.functions.values():
             parts += [f.name, f.source()]
         for name_, value in program.constants.items():
@@ -151,7 +152,7 @@ class Builder:
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
         typed = typer.type(root, arg_types)
         self._check(root, typed)
-        generator = _Generator(program, typer)
+        generator = _Generator(program, typer, self.fuse)
         if self.transform == "jit":
             entry = root.name
         elif self.transform in ("jvp", "jacfwd"):
@@ -162,6 +163,8 @@ class Builder:
         for f in program.functions.values():
             node = copy.deepcopy(f.node)
             node.body = simplify.simplify(node.body, generator.pure)
+            if f is root and self.transform == "jit" and self.fuse:
+                node.body = fuse.fuse(node.body, typed.typemap, copy.deepcopy(f.namer))
             primals.append(node)
         functions = primals + generator.functions
         indexes = any(isinstance(n, gast.Subscript) for f in program.functions.values() for n in gast.walk(f.node))
@@ -225,9 +228,10 @@ def pure_functions(program: Program) -> set[str]:
 class _Generator:
     """Generates the entry function and the ``*_vjp`` functions of the callees it reaches."""
 
-    def __init__(self, program: Program, typer: Typer):
+    def __init__(self, program: Program, typer: Typer, fuse_loops: bool = True):
         self.program = program
         self.typer = typer
+        self.fuse_loops = fuse_loops
         self.functions: list = []
         self._vjps: dict = {}
         self._jvps: dict = {}
@@ -286,9 +290,24 @@ class _Generator:
             result = gast.Tuple(elts=[grads_node, name(aux)], ctx=gast.Load())
         body = self._entry_copies(fn, activity) + preamble + fwd + capture + rev + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
-        body = tapes.lower(simplify.simplify(body, self.pure), scalar_tapes)
+        body = simplify.simplify(body, self.pure)
+        if self.fuse_loops:
+            body = fuse.fuse(body, self._generated_types(typed, namer), namer)
+        body = tapes.lower(body, scalar_tapes)
         self.functions.append(self._function(entry, inputs, body, fn))
         return entry
+
+    def _generated_types(self, typed: Typed, namer) -> dict:
+        """Types of the primal variables and of their adjoints and tangents (arrays like their primal)."""
+        out = dict(typed.typemap)
+        for suffix in ("adj", "dot"):
+            for base, derived in namer.derived_names(suffix).items():
+                t = typed.type_of(base)
+                if isinstance(t, types.Array):
+                    out[derived] = types.Array(t.dtype, t.ndim, "C")
+                elif isinstance(t, (types.Float, types.Integer)):
+                    out[derived] = types.float64
+        return out
 
     def _adjoint_or_zero(self, param: str, t: ReverseTransform, activity: Activity):
         if param in activity.active:

@@ -51,6 +51,10 @@ class Namer:
             self._derived[key] = self.fresh(f"{name}_{suffix}")
         return self._derived[key]
 
+    def derived_names(self, suffix: str) -> dict[str, str]:
+        """Every ``{name}_{suffix}`` made so far, by ``name``."""
+        return {base: derived for (base, kind), derived in self._derived.items() if kind == suffix}
+
     def adjoint(self, name: str) -> str:
         """The adjoint of ``name``."""
         return self.derived(name, "adj")

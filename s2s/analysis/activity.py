@@ -195,6 +195,8 @@ class Activity:
             sources = [n for n in _names_in(value)]
             for t in targets:
                 self.unknown.append((t, sources, s, label))
+                for src in sources:  # an unknown function may return a view of an array argument
+                    self._alias(t, src, s)
             return
         if not rule.differentiable:
             return

@@ -280,19 +280,32 @@ class ReverseTransform:
                 continue
             if not (isinstance(arg, gast.Name) and arg.id in self.activity.active):
                 continue
-            expr = self._simplify_unbroadcast(subst(template(rule.vjp[param]), mapping), z) if build else None
+            expr = self._simplify_unbroadcast(subst(template(rule.vjp[param]), mapping), z, bound) if build else None
             out.append(Contribution(arg.id, expr))
         return out
 
-    def _simplify_unbroadcast(self, expr, z: str):
-        """Drop ``rt.unbroadcast(e, x)`` where ``x`` and the result ``z`` are both scalars."""
-        z_scalar = not isinstance(self.typed.type_of(z), types.Array)
+    def _simplify_unbroadcast(self, expr, z: str, bound: dict):
+        """Drop ``rt.unbroadcast(e, x)`` where ``x`` has the result's shape.
+
+        That is where ``x`` and the result ``z`` are both scalars, or where
+        ``x`` is the only array among the operands (``bound``), so broadcasting
+        added no axis to it.
+        """
+        z_is_array = isinstance(self.typed.type_of(z), types.Array)
+
+        def is_array(node) -> bool:
+            return isinstance(node, gast.Name) and isinstance(self.typed.type_of(node.id), types.Array)
+
+        def same_shape(x) -> bool:
+            if not z_is_array:
+                return not is_array(x)
+            others = [a for a in bound.values() if is_array(a) and not (isinstance(x, gast.Name) and a.id == x.id)]
+            return is_array(x) and not others
 
         class _Drop(gast.NodeTransformer):
             def visit_Call(inner, node):  # noqa: N805
                 inner.generic_visit(node)
-                if (gast.dump(node.func) == gast.dump(dotted("rt.unbroadcast")) and z_scalar
-                        and not isinstance(atom_type(self.typed, node.args[1]), types.Array)):
+                if gast.dump(node.func) == gast.dump(dotted("rt.unbroadcast")) and same_shape(node.args[1]):
                     return node.args[0]
                 return node
 
