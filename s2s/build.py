@@ -136,7 +136,7 @@ class Builder:
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
                  repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse)]
         for f in program.functions.values():
-            parts += [f.name, f.source()]
+            parts += [f.name, f.src.filename, f.source()]
         for name_, value in program.constants.items():
             parts += [name_, str(value.dtype), repr(value.shape)]
             h.update(np.ascontiguousarray(value).tobytes())

@@ -118,8 +118,8 @@ class _Fuser:
                     and self.elementwise(expr.args[0], run)
             if spelling == "rt.unreduce":
                 g, like, axis = expr.args[0], expr.args[1], expr.args[2]
-                return isinstance(axis, gast.Constant) and axis.value is None and isinstance(like, gast.Name) \
-                    and self.array_ndim(like.id) == run.ndim and self.scalar_expr(g, run)
+                return isinstance(axis, gast.Constant) and axis.value is None and self.scalar_expr(g, run) \
+                    and self.elementwise(like, run) and self._reads_arrays(like)
         return False
 
     def scalar_expr(self, expr, run) -> bool:

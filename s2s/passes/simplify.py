@@ -242,12 +242,15 @@ def _cancel_resets(block) -> bool:
             block[k] = gast.Assign(targets=a.targets, value=b.value, type_comment=None)
             del block[k + 1]
             return True
-        if _is_assign(a, value_type=gast.Constant) and a.value.value == 0.0 and type(a.value.value) is float:
+        zero_array = _is_assign(a, value_type=gast.Call) and _dotted(a.value.func) == "np.zeros_like"
+        if zero_array or _is_assign(a, value_type=gast.Constant) and a.value.value == 0.0 \
+                and type(a.value.value) is float:
             v = a.targets[0].id
             for j in range(k + 1, len(block)):
                 c = block[j]
                 if isinstance(c, gast.AugAssign) and isinstance(c.target, gast.Name) and c.target.id == v \
-                        and isinstance(c.op, gast.Add) and v not in _loads(c.value):
+                        and isinstance(c.op, gast.Add) and v not in _loads(c.value) \
+                        and (not zero_array or _fresh(c.value)):
                     block[j] = gast.Assign(targets=[c.target], value=c.value, type_comment=None)
                     del block[k]
                     return True
@@ -267,6 +270,19 @@ def _cancel_resets(block) -> bool:
             if {t, v} & (set(_loads(c)) | _writes(c)):
                 break
     return False
+
+
+#: Calls whose array result is new memory (so it may become an adjoint that is updated in place).
+_FRESH_CALLS = {"rt.dot_vjp_a", "rt.dot_vjp_b", "rt.unreduce", "rt.extremum_vjp", "rt.outer_vjp_a",
+                "rt.outer_vjp_b", "rt.inner_vjp_a", "rt.inner_vjp_b", "rt.solve_vjp_a", "rt.solve_vjp_b",
+                "rt.prod_vjp", "rt.cumsum_vjp", "rt.norm_vjp", "np.dot", "np.outer", "np.copy", "np.zeros_like"}
+
+
+def _fresh(expr) -> bool:
+    """Whether ``expr`` certainly evaluates to a new array (arithmetic, or a call known to allocate)."""
+    if isinstance(expr, (gast.BinOp, gast.UnaryOp)):
+        return True
+    return isinstance(expr, gast.Call) and _dotted(expr.func) in _FRESH_CALLS
 
 
 def _header_loads(s) -> set[str]:
