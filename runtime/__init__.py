@@ -11,6 +11,7 @@ Python with a Numba implementation beside it, so the same source runs under
 """
 
 from .broadcast import (
+    assign_into,
     basis,
     batch_like,
     broadcast_like,
@@ -67,6 +68,7 @@ from .shapes import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "assign_into",
     "amax",
     "amin",
     "array",

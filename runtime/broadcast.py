@@ -19,12 +19,13 @@ name in both targets.
 from __future__ import annotations
 
 import numpy as np
-from numba.core import types
 from numba import literal_unroll
+from numba.core import types
 from numba.core.extending import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
-           "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat"]
+           "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat",
+           "assign_into"]
 
 
 def unbroadcast(g, like):
@@ -368,3 +369,26 @@ def flat(a):
 @overload(flat)
 def _flat_nb(a):
     return lambda a: np.ascontiguousarray(a).reshape(-1)
+
+
+def assign_into(x, value):
+    """``x op= e`` with NumPy's meaning: an array is updated in place (and returned), a scalar rebound.
+
+    >>> a = np.zeros(2); b = assign_into(a, a + 1.0); a
+    array([1., 1.])
+    """
+    if isinstance(x, np.ndarray):
+        x[...] = value
+        return x
+    return value
+
+
+@overload(assign_into)
+def _assign_into_nb(x, value):
+    if isinstance(x, types.Array):
+        def impl(x, value):
+            x[...] = value
+            return x
+
+        return impl
+    return lambda x, value: value

@@ -162,6 +162,8 @@ class Builder:
         primals = []
         for f in program.functions.values():
             node = copy.deepcopy(f.node)
+            if self.transform == "jit":
+                _numpy_inplace(node)
             node.body = simplify.simplify(node.body, generator.pure)
             if f is root and self.transform == "jit" and self.fuse:
                 node.body = fuse.fuse(node.body, typed.typemap, copy.deepcopy(f.namer))
@@ -205,6 +207,13 @@ class Builder:
                 and isinstance(out.dtype, (types.Float, types.Integer))):
             raise InputError(f"{self.transform} needs {root.src.name} to return a float scalar or array; "
                              f"it returns {out}")
+
+
+def _numpy_inplace(fn: gast.FunctionDef) -> None:
+    """``x op= e`` updates an array in place, as in NumPy (normalisation made it ``x = x op e``)."""
+    for s in gast.walk(fn):
+        if isinstance(s, gast.Assign) and getattr(s, "s2s_inplace", False) and isinstance(s.targets[0], gast.Name):
+            s.value = call("rt.assign_into", name(s.targets[0].id), s.value)
 
 
 def pure_functions(program: Program) -> set[str]:
