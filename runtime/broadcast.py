@@ -25,7 +25,7 @@ from numba.core.extending import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat",
-           "assign_into"]
+           "assign_into", "contract"]
 
 
 def unbroadcast(g, like):
@@ -392,3 +392,28 @@ def _assign_into_nb(x, value):
 
         return impl
     return lambda x, value: value
+
+
+def contract(g, jacobian):
+    """``g`` times a Jacobian laid out as ``out.shape + in.shape``: the vector-Jacobian product.
+
+    >>> contract(np.array([1.0, 2.0]), np.array([[1.0, 0.0], [3.0, 4.0]]))
+    array([7., 8.])
+    """
+    return np.tensordot(g, jacobian, axes=np.ndim(g))
+
+
+@overload(contract)
+def _contract_nb(g, jacobian):
+    if not isinstance(g, types.Array):
+        return lambda g, jacobian: g * jacobian
+    k = g.ndim
+    if isinstance(jacobian, types.Array) and jacobian.ndim == k:
+        return lambda g, jacobian: np.sum(g * jacobian)
+
+    def impl(g, jacobian):
+        rest = jacobian.shape[k:]
+        flat = np.ascontiguousarray(jacobian).reshape((g.size, -1))
+        return (np.ascontiguousarray(g).reshape(g.size) @ flat).reshape(rest)
+
+    return impl

@@ -109,7 +109,15 @@ class Transformed:
         ``fuse=False`` keeps element-wise code unfused (for transforming it again).
         """
         leaves, structures = _flatten_all(args)
-        key = tuple(typeof_value(a) for a in leaves)
+        return self.entry_for_types(tuple(typeof_value(a) for a in leaves), structures, extra_types, fuse)
+
+    def entry_for_types(self, key: tuple, structures: tuple = (), extra_types: tuple = (),
+                        fuse: bool = True) -> _Entry:
+        """The compiled entry for Numba argument types ``key`` (the leaves of ``structures``)."""
+        if not structures:
+            from .tree_util import LEAF
+
+            structures = (LEAF,) * len(key)
         cache_key = key + extra_types + (structures if any(t.kind != "leaf" for t in structures) else ()) \
             + (() if fuse else ("unfused",))
         entry = self._entries.get(cache_key)
@@ -118,7 +126,7 @@ class Transformed:
         fn, transform, scalar_output = self.fn, self.transform, False
         if isinstance(fn, Transformed):
             # Reverse mode over generated code is computed in forward mode: the same derivative.
-            fn = fn.entry(args, fuse=False).function
+            fn = fn.entry_for_types(key, structures, (), False).function
             if transform in ("grad", "value_and_grad"):
                 scalar_output = True
             if transform != "jit":
@@ -126,11 +134,12 @@ class Transformed:
             if transform not in ("jacfwd", "jvp", "jit"):
                 raise S2SError(f"s2s.{self.transform} of a transformed function is not supported; "
                                "use grad, jacfwd, jacrev, hessian or jvp")
-        nums = self.nums(len(args))
+        nums = self.nums(len(structures))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
                           self.target, scalar_output, structures, fuse)
         program = builder.program()
-        cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" else None
+        cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
+            else None
         compile_now = self.target == "cpu" and (transform != "vjp" or extra_types)
         if cache is None:
             module = builder.module(key, program)

@@ -28,7 +28,7 @@ from numba.core import types
 
 from . import __version__
 from .analysis.activity import Activity
-from .analysis.types import Typed, Typer, atom_type, is_float_type
+from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
 from .astutil import assign, call, const, name
 from .codegen import module_source
 from .custom import custom_jvp, custom_vjp
@@ -180,7 +180,10 @@ class Builder:
             header += "constants: " + ", ".join(
                 f"{k} {v.dtype}{list(v.shape)}" for k, v in program.constants.items()) + " (supplied at load)\n"
         text, line_map = module_source(functions, header, decorator(self.target, indexes, cache))
-        return Module(text, entry, line_map, dict(program.constants))
+        constants = dict(program.constants)
+        for key, transformed in program.transformed.items():
+            constants[key] = call_stub(transformed)
+        return Module(text, entry, line_map, constants)
 
     def _check(self, root: Function, typed: Typed) -> None:
         params = root.params
@@ -336,9 +339,23 @@ class _Generator:
         return node
 
     # ------------------------------------------------------------- callees
+    def callee(self, value: gast.Call, typed: Typed) -> Function:
+        """The program function a call calls; a call of an s2s transform becomes a call of its generated code."""
+        called = value.func.id
+        if called in self.program.transformed:
+            transformed = self.program.transformed[called]
+            arg_types = tuple(atom_type(typed, a) for a in value.args)
+            generated = transformed.entry_for_types(arg_types, fuse=False).function
+            function = self.program.include(generated)
+            function.generated = True
+            self.typer.add(list(self.program.functions.values()))
+            value.func = name(function.name)
+            return function
+        return self.program.by_name[called]
+
     def vjp_of_call(self, value: gast.Call, typed: Typed, activity: Activity):
         """(name of the vjp function, indices of the arguments it returns adjoints for)."""
-        callee = self.program.by_name[value.func.id]
+        callee = self.callee(value, typed)
         arg_types = tuple(atom_type(typed, a) for a in value.args)
         mask = tuple(isinstance(a, gast.Name) and a.id in activity.varied for a in value.args)
         active_args = [k for k, m in enumerate(mask) if m]
@@ -351,9 +368,29 @@ class _Generator:
             custom = self.program.custom.get(callee.name)
             if isinstance(custom, custom_vjp):
                 self._custom_vjp(vjp_name, callee, custom, mask)
+            elif callee.generated:
+                self._generated_vjp(vjp_name, callee, arg_types, mask)
             else:
                 self._build_vjp(vjp_name, callee, arg_types, mask)
         return self._vjps[key], active_args
+
+    def _generated_vjp(self, vjp_name: str, callee: Function, arg_types, mask) -> None:
+        """The vjp of generated code (a transform called by user code): its Jacobian by forward mode,
+        contracted with the output adjoint. Reverse mode never runs over generated code."""
+        typed = self.typer.type(callee, arg_types)
+        nums = tuple(k for k, m in enumerate(mask) if m)
+        jac = self.forward_root(typed, "jacfwd", nums, False, False)
+        seed = Namer(callee.namer.taken).fresh("out_adj")
+        params = callee.params
+        parts = ", ".join(f"rt.contract({seed}, _jacobians[{j}])" for j in range(len(nums)))
+        text = (f"def {vjp_name}({', '.join(params + [seed])}):\n"
+                f"    _jacobians = {jac}({', '.join(params)})\n"
+                f"    return ({parts},)\n")
+        node = gast.parse(text).body[0]
+        for n in gast.walk(node):
+            if isinstance(n, gast.stmt):
+                n.lineno = callee.node.lineno
+        self.functions.append(node)
 
     def _custom_vjp(self, vjp_name: str, callee: Function, custom, mask) -> None:
         """``f_vjp(args, out_adj)``: the user's ``fwd`` for the residuals, then their ``bwd``."""
@@ -435,7 +472,7 @@ class _Generator:
 
     def jvp_of_call(self, value: gast.Call, typed: Typed, activity: Activity, vector: bool = False):
         """(name of the callee's jvp function, indices of the arguments whose tangents it takes)."""
-        callee = self.program.by_name[value.func.id]
+        callee = self.callee(value, typed)
         arg_types = tuple(atom_type(typed, a) for a in value.args)
         mask = tuple(isinstance(a, gast.Name) and a.id in activity.varied for a in value.args)
         active_args = [k for k, m in enumerate(mask) if m]

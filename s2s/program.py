@@ -45,6 +45,7 @@ class Function:
     node: gast.FunctionDef
     namer: Namer
     params: list[str] = field(default_factory=list)
+    generated: bool = False  # generated code of a transform (differentiated in forward mode only)
 
     def source(self) -> str:
         """The normalised function as Python source."""
@@ -66,6 +67,8 @@ class Program:
         self._names: dict[object, str] = {}
         self._pending: list = []
         self.custom: dict[str, object] = {}  # module name → custom_jvp / custom_vjp object
+        self.transformed: dict[str, object] = {}  # module name → a transform called by user code
+        self._module_functions: set[str] = set()
         self.rule_names: dict[object, str] = {}  # a custom rule's function → its module name
 
     # ----------------------------------------------------------- module names
@@ -91,9 +94,27 @@ class Program:
                     self.rule_names[rule] = self.function_name(rule)
         return self._names[key]
 
+    def transformed_name(self, transformed) -> str:
+        """The module-level name under which user code calls an s2s transform (``s2s.grad(f)``)."""
+        for key, known in self.transformed.items():
+            if known is transformed:
+                return key
+        key = self.namer.fresh(f"{transformed.__name__}_{transformed.transform}")
+        self.transformed[key] = transformed
+        return key
+
+    def include(self, fn) -> Function:
+        """Normalise ``fn`` (and what it calls) into the program without changing its root."""
+        root = getattr(self, "root", None)
+        function = self.add(fn)
+        self.root = root
+        return function
+
     def module_functions(self) -> set[str]:
-        """Names of the function copies in the generated module."""
-        return set(self._names.values())
+        """Names of the function copies in the generated module (a live set: it grows with the program)."""
+        self._module_functions.update(self._names.values())
+        self._module_functions.update(self.transformed)
+        return self._module_functions
 
     def constant(self, value, hint: str) -> str:
         """The module-level name under which generated code reads the array ``value``."""

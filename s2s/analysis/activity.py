@@ -114,7 +114,7 @@ class Activity:
         self.typed = typed
         self.mode = mode  # "reverse" needs reverse rules, "forward" forward rules
         self.fn = typed.function
-        self.module_functions = set(module_functions)
+        self.module_functions = module_functions  # a live set: the program may grow while transforming
         self.flows: list[tuple[str, list[str], gast.stmt]] = []  # target <- sources
         self.unknown: list[tuple[str, list[str], gast.stmt, str]] = []
         self.aliases: dict[str, set[str]] = {}

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import gast
 import numba
 from numba.core import compiler, errors, typed_passes, types
+from numba.core.extending import overload
 from numba.core.registry import cpu_target
 
 from ..codegen import module_source
@@ -95,19 +96,31 @@ def atom_type(typed: Typed, node) -> types.Type:
 class Typer:
     """Types the functions of one program, compiling their primal module once."""
 
-    def __init__(self, program: Program, constants: dict | None = None):
+    def __init__(self, program: Program):
         self.program = program
         self.namespace: dict = {}
         self._memo: dict = {}
-        functions = list(program.functions.values())
+        self.line_map: dict = {}
+        self._known: set[str] = set()
+        self.filename = ""
+        self.add(list(program.functions.values()))
+
+    def add(self, functions: list) -> None:
+        """Compile more of the program's functions into the primal module (functions already there stay)."""
+        functions = [f for f in functions if f.name not in self._known]
+        if not functions:
+            return
         self.filename = f"<s2s primal of {functions[0].name}>"
         text, self.line_map = module_source([f.node for f in functions], "s2s: normalised primal")
         linecache.cache[self.filename] = (len(text), None, text.splitlines(True), self.filename)
-        self.namespace.update(program.constants)
+        self.namespace.update(self.program.constants)
+        for key, transformed in self.program.transformed.items():
+            self.namespace.setdefault(key, call_stub(transformed))
         exec(compile(text, self.filename, "exec"), self.namespace)
         for f in functions:
             self.namespace[f.name] = numba.njit(self.namespace[f.name])
-        self.recursive = recursive_functions(functions)
+            self._known.add(f.name)
+        self.recursive = recursive_functions(list(self.program.functions.values()))
 
     def type(self, fn: Function, arg_types: tuple) -> Typed:
         """Types of ``fn``'s variables when called with ``arg_types``."""
@@ -154,6 +167,31 @@ class Typer:
         summary = summarize(text)
         return CompileError(f"Numba cannot compile {fn.src.name}: {summary}", fn.src.filename, lineno,
                             fn.src.line(lineno))
+
+
+_stubs: dict = {}
+
+
+def call_stub(transformed):
+    """A function that calls an s2s transform from Python and from Numba-compiled code.
+
+    In compiled code it calls the transform's generated entry for the
+    argument types, built when the caller is compiled.
+    """
+    if id(transformed) in _stubs:
+        return _stubs[id(transformed)][1]
+
+    def stub(*args):
+        return transformed(*args)
+
+    @overload(stub)
+    def _stub_nb(*args):
+        arg_types = args[0].types if len(args) == 1 and isinstance(args[0], types.StarArgTuple) else args
+        function = transformed.entry_for_types(tuple(types.unliteral(t) for t in arg_types), fuse=False).function
+        return lambda *args: function(*args)
+
+    _stubs[id(transformed)] = (transformed, stub)
+    return stub
 
 
 def calls(fn: Function, names) -> set[str]:

@@ -115,6 +115,9 @@ class _Resolver(gast.NodeTransformer):
             kw.value = self.visit(kw.value)
         if isinstance(func, gast.Name) and func.id in self.program.module_functions():
             return node
+        if isinstance(func, gast.Call):
+            node.func = located(name(self.program.transformed_name(self._transform_value(func))), func)
+            return node
         if not isinstance(func, (gast.Name, gast.Attribute)) or self._is_local(func):
             raise self._unsupported("calling a value computed in the function")
         obj = self._value_of(func)
@@ -134,6 +137,8 @@ class _Resolver(gast.NodeTransformer):
         obj = getattr(obj, "py_func", obj)
         if isinstance(obj, (custom_jvp, custom_vjp)):
             return name(self.program.function_name(obj, structures))
+        if hasattr(obj, "entry_for_types"):  # an s2s transform, called from user code
+            return name(self.program.transformed_name(obj))
         rule = lookup(obj)
         if rule is not None:
             spelling = rule.name
@@ -152,6 +157,30 @@ class _Resolver(gast.NodeTransformer):
             return dotted(spelling)
         label = getattr(obj, "__qualname__", None) or type(obj).__name__
         raise self._unsupported(f"calling `{label}`", hint="s2s compiles NumPy, math and your own functions")
+
+    def _transform_value(self, node):
+        """The s2s transform an expression like ``s2s.grad(f, argnums=1)`` makes (evaluated now)."""
+        func = node.func
+        if not isinstance(func, (gast.Name, gast.Attribute)) or self._is_local(func):
+            raise self._unsupported("calling the result of a call")
+        maker = self._value_of(func)
+        if not (getattr(maker, "__module__", "") or "").startswith("s2s."):
+            raise self._unsupported("calling the result of a call", hint="only s2s transforms, like "
+                                    "s2s.grad(f)(x), may be called this way")
+
+        def value(arg):
+            if isinstance(arg, gast.Constant):
+                return arg.value
+            if isinstance(arg, gast.Tuple):
+                return tuple(value(e) for e in arg.elts)
+            if isinstance(arg, (gast.Name, gast.Attribute)) and not self._is_local(arg):
+                return self._value_of(arg)
+            raise self._unsupported("a transform of a value computed in the function")
+
+        transformed = maker(*[value(a) for a in node.args], **{k.arg: value(k.value) for k in node.keywords})
+        if not hasattr(transformed, "entry_for_types"):
+            raise self._unsupported(f"calling the result of `{attr_chain(func)}`")
+        return transformed
 
     def _method_call(self, node):
         func = node.func

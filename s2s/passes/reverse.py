@@ -68,6 +68,7 @@ from numba.core import types
 from ..analysis.activity import Activity, call_rule
 from ..analysis.types import Typed, atom_type
 from ..astutil import assign, call, const, dotted, located, name, subst
+from ..errors import NoRuleError
 from ..rules import Rule, template
 
 __all__ = ["ReverseTransform", "Contribution"]
@@ -250,7 +251,9 @@ class ReverseTransform:
                 and value.func.id in self.activity.module_functions:
             return self._call_contributions(s, build)
         rule, bound, label = call_rule(value)
-        if rule is None or not rule.differentiable:
+        if rule is None:
+            raise self.fn.src.error(NoRuleError, f"no derivative rule for `{label}`", s)
+        if not rule.differentiable:
             return []
         return self._rule_contributions(s, rule, bound, build)
 

@@ -28,6 +28,8 @@ defnondiff("start, stop, step", rt.reversed_range)
 defnondiff("start, step, count", rt.reversed_steps)
 defnondiff("count, offset, x", rt.basis)
 
+defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contract(g, jacobian_dot)")
+
 # ------------------------------------------------------------- re-arranging tangents
 defrule(rt.jacobian, "t_dot, out, offset, x", nondiff=("out", "offset", "x"),
         jvp="rt.jacobian(t_dot_dot, out, offset, x)")
