@@ -25,7 +25,7 @@ from numba.core.extending import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat",
-           "assign_into", "contract"]
+           "assign_into", "contract", "matmul"]
 
 
 def unbroadcast(g, like):
@@ -112,6 +112,8 @@ def unreduce(g, x, axis, keepdims):
     array([3., 3.])
     """
     shape = np.shape(x)
+    if not shape:
+        return g
     if axis is None:
         return np.full(shape, np.sum(g))
     if not keepdims:
@@ -121,17 +123,29 @@ def unreduce(g, x, axis, keepdims):
 
 @overload(unreduce)
 def _unreduce_nb(g, x, axis, keepdims):
+    if not isinstance(x, types.Array):
+        return lambda g, x, axis, keepdims: g
     if axis is None or isinstance(axis, types.NoneType):
         if isinstance(g, types.Array):
             return lambda g, x, axis, keepdims: np.full(x.shape, np.sum(g))
         return lambda g, x, axis, keepdims: np.full(x.shape, g)
+    keep = _literal_bool(keepdims)
+    if keep:
+        return lambda g, x, axis, keepdims: np.zeros(x.shape) + g
+    return lambda g, x, axis, keepdims: np.zeros(x.shape) + np.expand_dims(g, axis)
 
-    def impl(g, x, axis, keepdims):
-        if keepdims:
-            return np.zeros(x.shape) + g
-        return np.zeros(x.shape) + np.expand_dims(g, axis)
 
-    return impl
+def _literal_bool(flag) -> bool:
+    """The value of a keepdims argument, which must be known when compiling."""
+    if isinstance(flag, types.BooleanLiteral):
+        return flag.literal_value
+    if isinstance(flag, types.Omitted):
+        return bool(flag.value)
+    if isinstance(flag, bool):
+        return flag
+    from numba.core import errors
+
+    raise errors.TypingError("s2s: keepdims must be a literal True or False in compiled code")
 
 
 def reduced_count(x, axis):
@@ -165,15 +179,27 @@ def extremum_vjp(g, x, z, axis, keepdims):
 
 @overload(extremum_vjp)
 def _extremum_vjp_nb(g, x, z, axis, keepdims):
-    def impl(g, x, z, axis, keepdims):
-        hits = (x == unreduce(z, x, axis, keepdims)) * 1.0
-        if axis is None:
-            count = unreduce(np.sum(hits), x, axis, keepdims)
-        else:
-            count = unreduce(np.sum(hits, axis=axis), x, axis, False)
-        return unreduce(g, x, axis, keepdims) * hits / count
+    if not isinstance(x, types.Array):
+        return lambda g, x, z, axis, keepdims: g
+    if axis is None or isinstance(axis, types.NoneType):
+        def whole(g, x, z, axis, keepdims):
+            hits = (x == z) * 1.0
+            return g * hits / np.sum(hits)
 
-    return impl
+        return whole
+    if _literal_bool(keepdims):
+        def kept(g, x, z, axis, keepdims):
+            hits = (x == np.zeros(x.shape) + z) * 1.0
+            return (np.zeros(x.shape) + g) * hits / (np.zeros(x.shape) + np.expand_dims(np.sum(hits, axis), axis))
+
+        return kept
+
+    def dropped(g, x, z, axis, keepdims):
+        hits = (x == np.zeros(x.shape) + np.expand_dims(z, axis)) * 1.0
+        count = np.zeros(x.shape) + np.expand_dims(np.sum(hits, axis), axis)
+        return (np.zeros(x.shape) + np.expand_dims(g, axis)) * hits / count
+
+    return dropped
 
 
 @register_jitable
@@ -417,3 +443,13 @@ def _contract_nb(g, jacobian):
         return (np.ascontiguousarray(g).reshape(g.size) @ flat).reshape(rest)
 
     return impl
+
+
+@register_jitable
+def matmul(x1, x2):
+    """``np.matmul`` (Numba spells it only as the ``@`` operator).
+
+    >>> matmul(np.eye(2), np.array([1.0, 2.0]))
+    array([1., 2.])
+    """
+    return x1 @ x2

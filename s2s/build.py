@@ -179,6 +179,8 @@ class Builder:
         if program.constants:
             header += "constants: " + ", ".join(
                 f"{k} {v.dtype}{list(v.shape)}" for k, v in program.constants.items()) + " (supplied at load)\n"
+        # Numba's cache of recursive functions does not load back reliably (crashes): compile those each time
+        cache = cache and not typer.recursive
         text, line_map = module_source(functions, header, decorator(self.target, indexes, cache))
         constants = dict(program.constants)
         for key, transformed in program.transformed.items():

@@ -5,7 +5,7 @@ normalising passes in order; every user function ``f`` calls is added the
 same way, once. The pipeline is this ordered list:
 
     fence → lift nested functions → flatten containers → resolve names → lower control flow
-          → A-normal form
+          → A-normal form → split tuples
 
     >>> def f(x):
     ...     return x * x + 1.0
@@ -31,7 +31,7 @@ from .custom import custom_jvp, custom_vjp
 from .errors import S2SError, UnsupportedError
 from .frontend import Source, parse, wrap_call
 from .naming import Namer
-from .passes import anf, control_flow, fence, flatten, lift, resolve
+from .passes import anf, control_flow, fence, flatten, lift, resolve, tuples
 
 __all__ = ["Program", "Function"]
 
@@ -167,6 +167,7 @@ class Program:
             ("resolve", lambda n: resolve.resolve(src, n, locals_, self)),
             ("control flow", lambda n: control_flow.lower(n, namer, src.unsupported)),
             ("A-normal form", lambda n: anf.normalize(n, namer, src.unsupported)),
+            ("split tuples", lambda n: tuples.split(n, namer)),
         ):
             node = run(node)
             if verbose:

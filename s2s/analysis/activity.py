@@ -125,6 +125,7 @@ class Activity:
         if outputs is None:
             ret = self.fn.node.body[-1]
             outputs = _atoms(ret.value) if isinstance(ret, gast.Return) else []
+        self.outputs = list(outputs)  # the values whose derivative is wanted (an aux output is not one)
         self.useful = {o for o in outputs if typed.is_float(o)}
         self._propagate()
         self.active = self.varied & self.useful
@@ -270,8 +271,20 @@ class Activity:
         order = self._order
         w_pos, w_loops = order.pos[id(write)], order.loops[id(write)]
 
+        def fresh_each_iteration(var: str, pos: int, loops) -> bool:
+            """Whether ``var`` is defined again in a loop shared with the write before position ``pos``."""
+            return any(p < pos and (d_loops & loops & w_loops) and p > min(order.pos[lp] for lp in
+                                                                           d_loops & loops & w_loops)
+                       for p, d_loops in order.defs.get(var, ()))
+
         def before(stmt) -> bool:
-            return order.pos[id(stmt)] < w_pos or bool(order.loops[id(stmt)] & w_loops)
+            pos, loops = order.pos[id(stmt)], order.loops[id(stmt)]
+            if pos < w_pos:
+                return True
+            # an alias made later in a shared loop carries over to the next iteration's write,
+            # unless the name is made afresh before the write
+            names = [n.id for n in gast.walk(stmt.targets[0]) if isinstance(n, gast.Name)]
+            return bool(loops & w_loops) and not any(fresh_each_iteration(n, w_pos, loops) for n in names)
 
         shared, todo = {target}, [target]
         while todo:
@@ -283,7 +296,8 @@ class Activity:
                         shared.add(other)
                         todo.append(other)
         return {other for other in shared - {target}
-                if any(p > w_pos or loops & w_loops for p, loops in order.reads.get(other, ()))}
+                if any(p > w_pos or (loops & w_loops and not fresh_each_iteration(other, p, loops))
+                       for p, loops in order.reads.get(other, ()))}
 
 
 def list_method(value) -> str | None:
@@ -302,7 +316,7 @@ class _Order:
     """Pre-order positions and enclosing loops of statements; where each name is defined and read."""
 
     def __init__(self, body):
-        self.pos: dict[int, int] = {}
+        self.pos: dict = {}  # id(statement) → position; for loops also id → position of the header
         self.loops: dict[int, frozenset] = {}
         self.defs: dict[str, list] = {}
         self.reads: dict[str, list] = {}

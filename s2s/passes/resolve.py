@@ -33,7 +33,7 @@ import numpy as np
 
 from ..astutil import attr_chain, call, const, dotted, located, name, to_source
 from ..custom import custom_jvp, custom_vjp
-from ..errors import S2SError, UnsupportedError
+from ..errors import NoRuleError, S2SError, UnsupportedError
 from ..frontend import MISSING
 from ..rules import canonical_name, lookup
 
@@ -155,8 +155,10 @@ class _Resolver(gast.NodeTransformer):
         spelling = canonical_name(obj)
         if spelling is not None:
             return dotted(spelling)
-        label = getattr(obj, "__qualname__", None) or type(obj).__name__
-        raise self._unsupported(f"calling `{label}`", hint="s2s compiles NumPy, math and your own functions")
+        label = (attr_chain(node.func) if node is not None and node.func is not None else None) \
+            or getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__
+        raise self.src.error(NoRuleError, f"no derivative rule for `{label}`, and Numba cannot compile it; "
+                             "write it with NumPy or register a rule with s2s.defrule", self.stmt)
 
     def _transform_value(self, node):
         """The s2s transform an expression like ``s2s.grad(f, argnums=1)`` makes (evaluated now)."""

@@ -144,9 +144,8 @@ class ReverseTransform:
             self._choose(var, occ)
 
     def _ret_atoms(self) -> list[str]:
-        value = self.ret.value
-        elts = value.elts if isinstance(value, gast.Tuple) else [value]
-        return [e.id for e in elts if isinstance(e, gast.Name) and e.id in self.activity.active]
+        """The returned values the seed goes to (not an aux output)."""
+        return [o for o in dict.fromkeys(self.activity.outputs) if o in self.activity.active]
 
     def _number(self, stmts, loops, counter) -> None:
         for s in stmts:

@@ -111,7 +111,7 @@ defrule(np.trace, "a", jvp="np.trace(a_dot)", vjp="z_adj * np.eye(a.shape[0], a.
 # ------------------------------------------------------------ linear algebra
 defrule(np.dot, "a, b", jvp="np.dot(a_dot, b) + np.dot(a, b_dot)",
         vjp=("rt.dot_vjp_a(z_adj, a, b)", "rt.dot_vjp_b(z_adj, a, b)"))
-defrule(np.matmul, "x1, x2", jvp="x1_dot @ x2 + x1 @ x2_dot",
+defrule(np.matmul, "x1, x2", impl="rt.matmul", jvp="x1_dot @ x2 + x1 @ x2_dot",
         vjp=("rt.dot_vjp_a(z_adj, x1, x2)", "rt.dot_vjp_b(z_adj, x1, x2)"))
 defrule(np.outer, "a, b", jvp="np.outer(a_dot, b) + np.outer(a, b_dot)",
         vjp=("rt.outer_vjp_a(z_adj, a, b)", "rt.outer_vjp_b(z_adj, a, b)"))

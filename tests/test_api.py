@@ -1,0 +1,242 @@
+"""The public API of the reverse mode: grad, value_and_grad, argnums, has_aux, source, targets, dtypes."""
+
+import numpy as np
+import pytest
+from conftest import targets
+
+import s2s
+from s2s.check import numerical_grad
+
+X = np.array([0.4, -1.1, 2.3])
+
+
+def loss(x, w, b):
+    return np.sum(np.tanh(x * w) ** 2) + b * b * w
+
+
+def loss_with_aux(x, w):
+    y = np.sin(x) * w
+    return np.sum(y * y), y
+
+
+def loss_with_scalar_aux(x, w):
+    return np.sum(x * x) * w, w * 10.0
+
+
+@targets
+def test_grad_default_argnum_is_first(target):
+    g = s2s.grad(loss, target=target)(X, 0.7, 1.3)
+    assert isinstance(g, np.ndarray) and g.shape == X.shape and g.dtype == np.float64
+    np.testing.assert_allclose(g, numerical_grad(loss, (X, 0.7, 1.3), 0), rtol=1e-6)
+
+
+@targets
+def test_grad_argnums_int(target):
+    g = s2s.grad(loss, argnums=1, target=target)(X, 0.7, 1.3)
+    assert isinstance(g, float)
+    assert g == pytest.approx(numerical_grad(loss, (X, 0.7, 1.3), 1), rel=1e-6)
+    g_last = s2s.grad(loss, argnums=-1, target=target)(X, 0.7, 1.3)
+    assert g_last == pytest.approx(2 * 1.3 * 0.7, rel=1e-12)
+
+
+@targets
+def test_grad_argnums_tuple_returns_tuple(target):
+    args = (X, 0.7, 1.3)
+    gs = s2s.grad(loss, argnums=(0, 2), target=target)(*args)
+    assert isinstance(gs, tuple) and len(gs) == 2
+    np.testing.assert_allclose(gs[0], numerical_grad(loss, args, 0), rtol=1e-6)
+    assert gs[1] == pytest.approx(2 * 1.3 * 0.7, rel=1e-12)
+    single = s2s.grad(loss, argnums=(1,), target=target)(*args)
+    assert isinstance(single, tuple) and len(single) == 1
+    assert single[0] == pytest.approx(numerical_grad(loss, args, 1), rel=1e-6)
+    reordered = s2s.grad(loss, argnums=(2, 0), target=target)(*args)
+    assert reordered[0] == pytest.approx(gs[1], rel=1e-12)
+    np.testing.assert_allclose(reordered[1], gs[0], rtol=1e-12)
+
+
+@targets
+def test_value_and_grad(target):
+    args = (X, 0.7, 1.3)
+    value, g = s2s.value_and_grad(loss, target=target)(*args)
+    assert value == pytest.approx(loss(*args), rel=1e-12)
+    np.testing.assert_allclose(g, numerical_grad(loss, args, 0), rtol=1e-6)
+    value, (gx, gw, gb) = s2s.value_and_grad(loss, argnums=(0, 1, 2), target=target)(*args)
+    assert value == pytest.approx(loss(*args), rel=1e-12)
+    np.testing.assert_allclose(gx, numerical_grad(loss, args, 0), rtol=1e-6)
+    assert gw == pytest.approx(numerical_grad(loss, args, 1), rel=1e-6)
+    assert gb == pytest.approx(numerical_grad(loss, args, 2), rel=1e-6)
+
+
+def _main_output(fn):
+    def main(*args):
+        return fn(*args)[0]
+
+    return main
+
+
+def aux_on_loss_path(x):
+    y = x * 3.0
+    return y * y, y
+
+
+@targets
+def test_grad_has_aux_independent_aux(target):
+    g, aux = s2s.grad(loss_with_scalar_aux, has_aux=True, target=target)(X, 0.7)
+    assert aux == pytest.approx(7.0, rel=1e-12)
+    np.testing.assert_allclose(g, 2 * X * 0.7, rtol=1e-12)
+
+
+@targets
+def test_grad_has_aux_minimal_shared_variable(target):
+    g, aux = s2s.grad(aux_on_loss_path, has_aux=True, target=target)(2.0)
+    assert aux == 6.0
+    assert g == pytest.approx(36.0, rel=1e-12)
+
+
+@targets
+def test_grad_has_aux(target):
+    g, aux = s2s.grad(loss_with_aux, has_aux=True, target=target)(X, 0.7)
+    np.testing.assert_allclose(aux, np.sin(X) * 0.7, rtol=1e-12)
+    np.testing.assert_allclose(g, numerical_grad(_main_output(loss_with_aux), (X, 0.7), 0), rtol=1e-6)
+    (gx, gw), aux = s2s.grad(loss_with_aux, argnums=(0, 1), has_aux=True, target=target)(X, 0.7)
+    np.testing.assert_allclose(gx, g, rtol=1e-12)
+    assert gw == pytest.approx(numerical_grad(_main_output(loss_with_aux), (X, 0.7), 1), rel=1e-6)
+
+
+@targets
+def test_value_and_grad_has_aux_independent_aux(target):
+    (value, aux), g = s2s.value_and_grad(loss_with_scalar_aux, has_aux=True, target=target)(X, 0.7)
+    assert value == pytest.approx(np.sum(X * X) * 0.7, rel=1e-12)
+    assert aux == pytest.approx(7.0, rel=1e-12)
+    np.testing.assert_allclose(g, 2 * X * 0.7, rtol=1e-12)
+
+
+@targets
+def test_value_and_grad_has_aux(target):
+    (value, aux), (gx, gw) = s2s.value_and_grad(loss_with_aux, argnums=(0, 1), has_aux=True, target=target)(X, 0.7)
+    assert value == pytest.approx(loss_with_aux(X, 0.7)[0], rel=1e-12)
+    np.testing.assert_allclose(aux, np.sin(X) * 0.7, rtol=1e-12)
+    np.testing.assert_allclose(gx, numerical_grad(_main_output(loss_with_aux), (X, 0.7), 0), rtol=1e-6)
+    assert gw == pytest.approx(numerical_grad(_main_output(loss_with_aux), (X, 0.7), 1), rel=1e-6)
+
+
+def test_keyword_arguments_and_defaults():
+    def scale(x, w=3.0):
+        return np.sum(x * x) * w
+
+    g = s2s.grad(scale, target="python")(X)
+    np.testing.assert_allclose(g, 6.0 * X, rtol=1e-12)
+    g = s2s.grad(scale, target="python")(X, w=0.5)
+    np.testing.assert_allclose(g, X, rtol=1e-12)
+    gw = s2s.grad(scale, argnums=1, target="python")(X, w=0.5)
+    assert gw == pytest.approx(np.sum(X * X), rel=1e-12)
+
+
+def test_decorator_forms():
+    @s2s.grad
+    def cube(x):
+        return x * x * x
+
+    @s2s.grad(argnums=1, target="python")
+    def prod(x, y):
+        return x * y * y
+
+    assert cube(2.0) == pytest.approx(12.0)
+    assert prod(3.0, 2.0) == pytest.approx(12.0)
+    assert cube.__name__ == "cube"
+
+
+def sum_sin_x(x):
+    return np.sum(np.sin(x) * x)
+
+
+@targets
+def test_reuse_with_other_argument_types(target):
+    df = s2s.grad(sum_sin_x, target=target)
+    for x in (X, X.reshape(3, 1), np.asfortranarray(np.arange(6.0).reshape(2, 3)), X[::2]):
+        g = df(x)
+        assert g.shape == x.shape
+        np.testing.assert_allclose(g, np.sin(x) + x * np.cos(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_sum_of_a_scalar(target):
+    g = s2s.grad(sum_sin_x, target=target)(0.5)
+    assert g == pytest.approx(np.sin(0.5) + 0.5 * np.cos(0.5), rel=1e-12)
+
+
+def f32_loss(x, w):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.exp(x[i] * w) * x[i]
+    return s
+
+
+@targets
+def test_float32_gradient_dtype_and_accuracy(target):
+    x32 = np.array([0.3, -0.7, 1.1], dtype=np.float32)
+    g = s2s.grad(f32_loss, target=target)(x32, np.float32(0.9))
+    assert g.dtype == np.float32
+    expected = numerical_grad(f32_loss, (x32.astype(np.float64), 0.9), 0)
+    np.testing.assert_allclose(g, expected, rtol=1e-4, atol=1e-5)
+    value, gw = s2s.value_and_grad(f32_loss, argnums=1, target=target)(x32, np.float32(0.9))
+    assert np.asarray(gw).dtype == np.float32
+    assert float(gw) == pytest.approx(numerical_grad(f32_loss, (x32.astype(np.float64), 0.9), 1), rel=1e-4)
+    assert float(value) == pytest.approx(f32_loss(x32.astype(np.float64), 0.9), rel=1e-5)
+
+
+def test_source_header_and_adjoint_names():
+    def objective(x, w):
+        return np.sum(np.sin(x) * w)
+
+    text = s2s.source(s2s.grad(objective), X, 0.5)
+    header = text.split('"""')[1]
+    assert "grad of objective" in header and "argnums=0" in header
+    assert "target:" in header and "cpu" in header
+    assert "x_adj" in text
+    assert "def objective_grad" in text
+    text = s2s.source(s2s.value_and_grad(objective, argnums=(0, 1), target="python"), X, 0.5)
+    header = text.split('"""')[1]
+    assert "value_and_grad of objective" in header and "python" in header
+    assert "x_adj" in text and "w_adj" in text
+
+
+def test_source_rejects_plain_functions():
+    with pytest.raises(TypeError):
+        s2s.source(loss, X, 0.7, 1.3)
+
+
+def test_generated_source_runs_as_python_and_matches_cpu():
+    args = (X, 0.7, 1.3)
+    cpu = s2s.grad(loss, argnums=(0, 1, 2), target="cpu")(*args)
+    py = s2s.grad(loss, argnums=(0, 1, 2), target="python")(*args)
+    for a, b in zip(cpu, py):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_check_grads_accepts_a_correct_gradient_and_rejects_a_wrong_one():
+    s2s.check_grads(loss, (X, 0.7, 1.3), target="python")
+
+    def wrong_reference(x):  # a finite-difference step too large to be accurate must be caught
+        return np.sum(np.exp(3.0 * x))
+
+    with pytest.raises(AssertionError):
+        s2s.check_grads(wrong_reference, (X,), target="python", eps=0.3)
+
+
+def writes_argument(x, w):
+    x[0] = w * 2.0
+    w = w * x[1]
+    return np.sum(x * x) * w
+
+
+@targets
+def test_gradient_call_does_not_modify_arguments(target):
+    x = X.copy()
+    gx, gw = s2s.grad(writes_argument, argnums=(0, 1), target=target)(x, 0.6)
+    np.testing.assert_array_equal(x, X)
+    # f = (4 w^2 + x1^2 + x2^2) w x1
+    w, x1, x2 = 0.6, X[1], X[2]
+    np.testing.assert_allclose(gx, [0.0, 2 * x1 * w * x1 + (4 * w * w + x1 * x1 + x2 * x2) * w, 2 * x2 * w * x1],
+                               rtol=1e-12)
+    assert gw == pytest.approx(8 * w * w * x1 + (4 * w * w + x1 * x1 + x2 * x2) * x1, rel=1e-12)

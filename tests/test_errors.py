@@ -1,0 +1,309 @@
+"""Each error s2s raises: its class, a message naming the construct or argument, and the user's line.
+
+Expected lines come from marker comments (``# <- name``) found with
+``inspect.getsourcelines``, never from hard-coded numbers.
+"""
+
+import numpy as np
+import pytest
+import scipy.special
+from conftest import def_line, line_of, targets
+
+import s2s
+from s2s.errors import CompileError, InputError, NoRuleError, S2SError, UnsupportedError
+
+X = np.array([0.5, -1.0, 2.0])
+
+
+def assert_located(err, fn, lineno):
+    """``err`` points at line ``lineno`` of ``fn``'s file and shows that line."""
+    assert err.lineno == lineno, f"line {err.lineno}, expected {lineno}:\n{err}"
+    assert err.filename == fn.__code__.co_filename
+    lines = open(fn.__code__.co_filename).read().splitlines()
+    assert err.line is not None and err.line.strip() == lines[lineno - 1].strip()
+    assert f"line {lineno}" in str(err)
+
+
+# =========================================================================== unsupported syntax
+
+
+def uses_list_comprehension(x):
+    s = 0.0
+    ys = [v * 2.0 for v in x]  # <- construct
+    for y in ys:
+        s = s + y
+    return s
+
+
+def uses_with(x):
+    with np.errstate(all="ignore"):  # <- construct
+        y = x * 2.0
+    return np.sum(y)
+
+
+def uses_try(x):
+    try:  # <- construct
+        y = x * 2.0
+    except ValueError:
+        y = x
+    return np.sum(y)
+
+
+def uses_dict_literal(x):
+    d = {"w": x}  # <- construct
+    return np.sum(x * 2.0) + len(d)
+
+
+def uses_lambda(x):
+    sq = lambda t: t * t  # noqa: E731  # <- construct
+    return np.sum(sq(x))
+
+
+def uses_star_args(x, *rest):
+    return np.sum(x * 2.0)
+
+
+SYNTAX = [
+    (uses_list_comprehension, "list comprehension"),
+    (uses_with, "`with`"),
+    (uses_try, "`try`"),
+    (uses_dict_literal, "dict literal"),
+    (uses_lambda, "lambda"),
+]
+
+
+@pytest.mark.parametrize("fn, construct", SYNTAX, ids=[fn.__name__ for fn, _ in SYNTAX])
+@targets
+def test_unsupported_syntax(fn, construct, target):
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(fn, target=target)(X)
+    err = info.value
+    assert construct in str(err) and "not supported" in str(err)
+    assert construct in err.construct
+    assert_located(err, fn, line_of(fn, "<- construct"))
+
+
+@targets
+def test_unsupported_star_args(target):
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(uses_star_args, target=target)(X)
+    err = info.value
+    assert "*args" in str(err)
+    assert_located(err, uses_star_args, def_line(uses_star_args))
+
+
+def unsupported_in_helper(y):
+    return sum([v for v in y])  # <- construct
+
+
+def calls_bad_helper(x):
+    return unsupported_in_helper(x) * 2.0
+
+
+def test_unsupported_syntax_in_called_function_points_at_its_line():
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(calls_bad_helper, target="python")(X)
+    assert "list comprehension" in str(info.value)
+    assert_located(info.value, unsupported_in_helper, line_of(unsupported_in_helper, "<- construct"))
+
+
+def test_unsupported_error_is_an_s2s_error():
+    with pytest.raises(S2SError):
+        s2s.grad(uses_try, target="python")(X)
+
+
+# =========================================================================== calls without a derivative rule
+
+
+def sort_active(x):
+    y = x * 2.0
+    z = np.sort(y)  # <- call
+    return np.sum(z * np.arange(3.0))
+
+
+def sort_inactive(x, y):
+    order = np.sort(y)
+    return np.sum(x * x * order)
+
+
+@targets
+def test_no_rule_on_active_path(target):
+    with pytest.raises(NoRuleError) as info:
+        s2s.grad(sort_active, target=target)(X)
+    assert "sort" in str(info.value)
+    assert_located(info.value, sort_active, line_of(sort_active, "<- call"))
+
+
+@targets
+def test_no_rule_call_on_inactive_path_works(target):
+    y = np.array([3.0, -1.0, 2.0])
+    g = s2s.grad(sort_inactive, target=target)(X, y)
+    np.testing.assert_allclose(g, 2.0 * X * np.sort(y), rtol=1e-12)
+
+
+def gammaln_active(x):
+    return np.sum(scipy.special.gammaln(x * 2.0))  # <- call
+
+
+def test_no_rule_scipy_special_names_the_function():
+    with pytest.raises(NoRuleError) as info:
+        s2s.grad(gammaln_active, target="python")(np.array([1.5, 2.5]))
+    assert "gammaln" in str(info.value)
+    assert_located(info.value, gammaln_active, line_of(gammaln_active, "<- call"))
+
+
+def test_scipy_special_error_is_located():
+    # whatever its class, the error for an uncompilable call names its line
+    with pytest.raises(S2SError) as info:
+        s2s.grad(gammaln_active, target="python")(np.array([1.5, 2.5]))
+    assert_located(info.value, gammaln_active, line_of(gammaln_active, "<- call"))
+
+
+# =========================================================================== bad inputs
+
+
+def vector_output(x):
+    return x * 2.0
+
+
+@targets
+def test_non_scalar_output(target):
+    with pytest.raises(InputError) as info:
+        s2s.grad(vector_output, target=target)(X)
+    message = str(info.value)
+    assert "scalar" in message and "vector_output" in message
+
+
+def scaled(x, n, flag):
+    return x * n if flag else -x
+
+
+@pytest.mark.parametrize("argnum, name, value", [(1, "n", 3), (1, "n", np.int32(3)), (2, "flag", True)])
+@targets
+def test_integer_or_boolean_argument_in_argnums(target, argnum, name, value):
+    args = [1.5, 3, True]
+    args[argnum] = value
+    with pytest.raises(InputError) as info:
+        s2s.grad(scaled, argnums=(0, argnum), target=target)(*args)
+    assert f"`{name}`" in str(info.value) and f"position {argnum}" in str(info.value)
+
+
+def test_integer_array_argument_in_argnums():
+    with pytest.raises(InputError) as info:
+        s2s.grad(lambda_free_sum, target="python")(np.arange(3))
+    assert "`x`" in str(info.value)
+
+
+def lambda_free_sum(x):
+    return np.sum(x * 2.0)
+
+
+def two_args(x, w):
+    return np.sum(x * w)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.float16])
+@pytest.mark.parametrize("scalar", [False, True], ids=["array", "scalar"])
+def test_unsupported_dtype(dtype, scalar):
+    w = dtype(2.0) if scalar else np.ones(3, dtype=dtype)
+    with pytest.raises(InputError) as info:
+        s2s.grad(two_args, argnums=0)(X, w)
+    message = str(info.value)
+    assert "`w`" in message and "position 1" in message and np.dtype(dtype).name in message
+
+
+def reads_y_along_x(x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * y[i]  # <- read
+    return s
+
+
+@targets
+def test_shape_mismatch_names_argument_and_line(target):
+    with pytest.raises(InputError) as info:
+        s2s.grad(reads_y_along_x, target=target)(np.ones(4), np.ones(3))
+    err = info.value
+    assert "`y`" in str(err) and "(3,)" in str(err)
+    assert_located(err, reads_y_along_x, line_of(reads_y_along_x, "<- read"))
+    # the same function is fine on consistent shapes
+    g = s2s.grad(reads_y_along_x, target=target)(np.ones(3), np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(g, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("argnums", [2, -3, (0, 2)])
+def test_argnums_out_of_range(argnums):
+    with pytest.raises(InputError) as info:
+        s2s.grad(two_args, argnums=argnums)(X, X)
+    assert "out of range" in str(info.value) and "2 arguments" in str(info.value)
+
+
+@pytest.mark.parametrize("args, words", [((X,), "missing"), ((X, X, X), "too many")])
+def test_wrong_number_of_arguments(args, words):
+    with pytest.raises(InputError) as info:
+        s2s.grad(two_args)(*args)
+    assert words in str(info.value) and "two_args" in str(info.value)
+
+
+def test_wrong_number_of_arguments_value_and_grad():
+    with pytest.raises(InputError) as info:
+        s2s.value_and_grad(two_args)(X)
+    assert "`w`" in str(info.value) or "'w'" in str(info.value)
+
+
+def not_a_pair(x):
+    return np.sum(x)
+
+
+def test_has_aux_without_a_pair():
+    with pytest.raises(InputError) as info:
+        s2s.grad(not_a_pair, has_aux=True, target="python")(X)
+    assert "has_aux" in str(info.value) and "not_a_pair" in str(info.value)
+
+
+def test_input_error_is_a_value_error():
+    with pytest.raises(ValueError):
+        s2s.grad(two_args, argnums=5)(X, X)
+
+
+def test_bad_target_and_argnums_types():
+    with pytest.raises(ValueError, match="target"):
+        s2s.grad(two_args, target="gpu")
+    with pytest.raises(TypeError, match="argnums"):
+        s2s.grad(two_args, argnums=1.0)
+    with pytest.raises(TypeError, match="argnums"):
+        s2s.grad(two_args, argnums=True)
+
+
+def test_non_numeric_argument():
+    with pytest.raises(InputError) as info:
+        s2s.grad(two_args)(X, "abc")
+    assert "`w`" in str(info.value) and "str" in str(info.value)
+
+
+# =========================================================================== other located errors
+
+
+def undefined_name(x):
+    return x * not_defined_anywhere  # noqa: F821  # <- name
+
+
+def test_undefined_name_is_located():
+    with pytest.raises(S2SError) as info:
+        s2s.grad(undefined_name, target="python")(1.0)
+    assert "not_defined_anywhere" in str(info.value)
+    assert_located(info.value, undefined_name, line_of(undefined_name, "<- name"))
+
+
+def numba_cannot_type(x):
+    y = x * 2.0
+    n = len(y)  # <- untypable
+    return y * n
+
+
+@targets
+def test_untypable_code_is_a_located_compile_error(target):
+    with pytest.raises(CompileError) as info:
+        s2s.grad(numba_cannot_type, target=target)(1.0)
+    assert "numba_cannot_type" in str(info.value) and "len" in str(info.value)
+    assert_located(info.value, numba_cannot_type, line_of(numba_cannot_type, "<- untypable"))
