@@ -251,13 +251,13 @@ class _Generator:
         self._jvps: dict = {}
         self.pure = pure_functions(program)
 
-    def _transform(self, typed: Typed, active: set[str], seed, outputs=None):
+    def _transform(self, typed: Typed, active: set[str], seed, outputs=None, tuple_seed: bool = False):
         fn = typed.function
         activity = Activity(typed, active, self.program.module_functions(), outputs)
         namer = copy.deepcopy(fn.namer)
         if isinstance(seed, gast.Name):
             namer.taken.add(seed.id)
-        transform = ReverseTransform(typed, activity, namer, self.vjp_of_call, seed)
+        transform = ReverseTransform(typed, activity, namer, self.vjp_of_call, seed, tuple_seed)
         fwd, rev = transform.build()
         fwd, rev, preamble, scalar_tapes = record.prune(transform, fwd, rev)
         return transform, activity, namer, fwd, rev, preamble, scalar_tapes
@@ -412,13 +412,16 @@ class _Generator:
 
     def _build_vjp(self, vjp_name: str, callee: Function, arg_types, mask) -> None:
         typed = self.typer.type(callee, arg_types)
-        if not isinstance(typed.return_type, (types.Float, types.Integer, types.Array)):
+        returned = typed.return_type
+        items = returned.types if isinstance(returned, types.BaseTuple) else (returned,)
+        if not all(isinstance(t, (types.Float, types.Integer, types.Array)) for t in items):
             raise callee.unsupported(f"differentiating a call of {callee.src.name}, which returns "
                                      f"{typed.return_type}", callee.node)
         params = callee.params
         active = {p for p, m in zip(params, mask) if m}
         seed_name = Namer(callee.namer.taken).fresh("out_adj")
-        t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(typed, active, name(seed_name))
+        t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(
+            typed, active, name(seed_name), tuple_seed=isinstance(returned, types.BaseTuple))
         grads = [self._adjoint_or_zero(p, t, activity) for p, m in zip(params, mask) if m]
         result = gast.Tuple(elts=grads, ctx=gast.Load())
         body = self._entry_copies(callee, activity) + preamble + fwd + rev + [gast.Return(value=result)]

@@ -203,9 +203,12 @@ class ForwardTransform:
                                 value=v, type_comment=None)
             return [s, write]
         if isinstance(target, gast.Tuple):
-            if any(self.active(t) for t in target.elts):
+            if not any(self.active(t) for t in target.elts):
+                return [s]
+            if not (isinstance(value, gast.Call) and isinstance(value.func, gast.Name)
+                    and value.func.id in self.activity.module_functions):
                 raise self.fn.unsupported("the tangent of a call returning several values", s)
-            return [s]
+            return self.call_stmt(s)
         z = target.id
         if z not in self.activity.active:
             return [s]
@@ -321,14 +324,25 @@ class ForwardTransform:
         return const(0.0)
 
     def call_stmt(self, s) -> list:
-        """``z, z_dot = g_jvp(args, tangents of the active args)``."""
-        z, value = s.targets[0].id, s.value
+        """``z, z_dot = g_jvp(args, tangents of the active args)`` (items one by one for several results)."""
+        target, value = s.targets[0], s.value
+        targets = [t.id for t in target.elts] if isinstance(target, gast.Tuple) else [target.id]
         jvp_name, active_args = self.jvp_of_call(value, self.typed, self.activity)
         if not active_args:
-            return [s, assign(self.dot(z), self.zero_of(z))]
+            return [s] + [assign(self.dot(z), self.zero_of(z)) for z in targets if z in self.activity.active]
         args = [copy.deepcopy(a) for a in value.args] + [name(self.dot(value.args[k].id)) for k in active_args]
-        pair = gast.Tuple(elts=[name(z, store=True), name(self.dot(z), store=True)], ctx=gast.Store())
-        return [gast.Assign(targets=[pair], value=call(jvp_name, *args), type_comment=None)]
+        if not isinstance(target, gast.Tuple):
+            z = targets[0]
+            pair = gast.Tuple(elts=[name(z, store=True), name(self.dot(z), store=True)], ctx=gast.Store())
+            return [gast.Assign(targets=[pair], value=call(jvp_name, *args), type_comment=None)]
+        values, dots = self.namer.fresh("_results"), self.namer.fresh("_results_dot")
+        pair = gast.Tuple(elts=[name(values, store=True), name(dots, store=True)], ctx=gast.Store())
+        out = [gast.Assign(targets=[pair], value=call(jvp_name, *args), type_comment=None)]
+        for k, z in enumerate(targets):
+            out.append(assign(z, gast.Subscript(value=name(values), slice=const(k), ctx=gast.Load())))
+            if z in self.activity.active:
+                out.append(assign(self.dot(z), gast.Subscript(value=name(dots), slice=const(k), ctx=gast.Load())))
+        return out
 
     def output(self, atom) -> gast.expr:
         """The tangent of a returned atom (a zero of its shape when inactive)."""

@@ -107,13 +107,15 @@ def _path_loops(fn_body, path) -> list:
 class ReverseTransform:
     """Builds the combined forward and adjoint sweeps of one typed function."""
 
-    def __init__(self, typed: Typed, activity: Activity, namer, vjp_of_call, seed: gast.expr | None = None):
+    def __init__(self, typed: Typed, activity: Activity, namer, vjp_of_call, seed: gast.expr | None = None,
+                 tuple_seed: bool = False):
         self.typed = typed
         self.fn = typed.function
         self.activity = activity
         self.namer = namer
         self.vjp_of_call = vjp_of_call  # (callee name, arg atoms, typed) -> (vjp name, active arg indices)
         self.seed = seed if seed is not None else const(1.0)
+        self.tuple_seed = tuple_seed  # the function returns a tuple and ``seed`` holds one adjoint per item
         body = copy.deepcopy(self.fn.node.body)  # the sweeps are built from, and tidied in, a copy
         self.ret = body[-1]
         self.body = body[:-1]
@@ -316,8 +318,6 @@ class ReverseTransform:
     def _call_contributions(self, s, build: bool) -> list[Contribution]:
         target, value = s.targets[0], s.value
         targets = _names(target)
-        if len(targets) > 1:
-            raise self.fn.unsupported("differentiating a call that returns several values", s)
         vjp_name, active_args = self.vjp_of_call(value, self.typed, self.activity)
         if not active_args:
             return []
@@ -325,7 +325,13 @@ class ReverseTransform:
         result = None
         if build:
             result = self.namer.temp("_vjp")
-            args = [copy.deepcopy(a) for a in value.args] + [name(self.adj(targets[0]))]
+            if isinstance(target, gast.Tuple):
+                seeds = [name(self.adj(t)) if t in self.activity.active else
+                         (call("np.zeros_like", name(t)) if self.typed.is_array(t) else const(0.0)) for t in targets]
+                seed = gast.Tuple(elts=seeds, ctx=gast.Load())
+            else:
+                seed = name(self.adj(targets[0]))
+            args = [copy.deepcopy(a) for a in value.args] + [seed]
             pre = [assign(result, call(vjp_name, *args))]
         for k, arg_index in enumerate(active_args):
             var = value.args[arg_index].id
@@ -343,8 +349,14 @@ class ReverseTransform:
         self.analyse()
         fwd, rev = self.block(self.body, ())
         seed_stmts = []
-        for r in self._ret_atoms():
-            seed_stmts += self.accumulate(r, copy.deepcopy(self.seed))
+        if self.tuple_seed:
+            for k, item in enumerate(self.ret.value.elts):
+                if isinstance(item, gast.Name) and item.id in self.activity.active:
+                    part = gast.Subscript(value=copy.deepcopy(self.seed), slice=const(k), ctx=gast.Load())
+                    seed_stmts += self.accumulate(item.id, part)
+        else:
+            for r in self._ret_atoms():
+                seed_stmts += self.accumulate(r, copy.deepcopy(self.seed))
         head = self.inits(()) + seed_stmts
         for s in head:
             self._tag(s, self._order_end, frozenset())
