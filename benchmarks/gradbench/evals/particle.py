@@ -60,36 +60,45 @@ def miss_f(w):
     return x_tf[0] * x_tf[0]
 
 
-outer = {"rr": s2s.grad(miss_r), "rf": s2s.grad(miss_f), "fr": s2s.jacfwd(miss_r), "ff": s2s.jacfwd(miss_f)}
-cost = {"r": s2s.jit(miss_r), "f": s2s.jit(miss_f)}
+def make_descent(miss, grad):
+    """Gradient descent on ``miss`` with ``grad``, as GradBench's solver does (compiled, w a scalar)."""
+
+    def descend(w):
+        fw = miss(w)
+        gw = grad(w)
+        eta = 1e-5
+        i = 0
+        while abs(gw) > 1e-5:
+            if i == 10:
+                eta = 2.0 * eta
+                i = 0
+                continue
+            w_new = w - eta * gw
+            if abs(w - w_new) <= 1e-5:
+                break
+            fw_new = miss(w_new)
+            if fw_new < fw:
+                w = w_new
+                fw = fw_new
+                gw = grad(w_new)
+                i += 1
+            else:
+                eta = eta / 2.0
+                i = 0
+        return w
+
+    return s2s.jit(descend)
 
 
-def particle(variant, w0):
-    """Gradient descent on the miss distance, as GradBench's solver does (a 1-vector ``w``)."""
-    f, grad = cost[variant[1]], outer[variant]
-    w = w0
-    fw, gw = f(w), float(grad(w))
-    eta = 1e-5
-    i = 0
-    while abs(gw) > 1e-5:
-        if i == 10:
-            eta, i = 2.0 * eta, 0
-            continue
-        w_new = w - eta * gw
-        if abs(w - w_new) <= 1e-5:
-            break
-        fw_new = f(w_new)
-        if fw_new < fw:
-            w, fw, gw = w_new, fw_new, float(grad(w_new))
-            i += 1
-        else:
-            eta, i = eta / 2.0, 0
-    return w
+descents = {
+    "rr": make_descent(miss_r, s2s.grad(miss_r)), "rf": make_descent(miss_f, s2s.grad(miss_f)),
+    "fr": make_descent(miss_r, s2s.jacfwd(miss_r)), "ff": make_descent(miss_f, s2s.jacfwd(miss_f)),
+}
 
 
 def _variant(name):
     def evaluate(input):
-        return runs(particle, (name, float(input["w"])), input)
+        return runs(descents[name], (float(input["w"]),), input)
 
     return evaluate
 

@@ -100,17 +100,10 @@ def r1_cost_f(p1, start):
     return r2_cost(p1, argmax_f(p1, start))
 
 
-# the outer gradient (with respect to x) of the objective that contains the inner descent
-outer = {
-    "rr": s2s.grad(r1_cost_r), "rf": s2s.grad(r1_cost_f),
-    "fr": s2s.jacfwd(r1_cost_r), "ff": s2s.jacfwd(r1_cost_f),
-}
+def make_saddle(cost, grad, argmax):
+    """The saddle point: gradient descent on ``cost`` with ``grad``, then the inner argmax (compiled)."""
 
-
-def make_argmin(cost, grad):
-    """Gradient descent on ``cost`` with ``grad`` (both compiled), as GradBench's solver does."""
-
-    def argmin(start):
+    def saddle(start):
         x = start.copy()
         fx = cost(x, start)
         gx = grad(x, start)
@@ -126,31 +119,32 @@ def make_argmin(cost, grad):
                 break
             fxp = cost(xp, start)
             if fxp < fx:
-                x, fx, gx = xp, fxp, grad(xp, start)
+                x = xp
+                fx = fxp
+                gx = grad(xp, start)
                 i += 1
             else:
                 eta = eta / 2.0
                 i = 0
-        return x
+        y = argmax(x, start)
+        return np.array([x[0], x[1], y[0], y[1]])
 
-    return argmin
-
-
-cost_r, cost_f = s2s.jit(r1_cost_r), s2s.jit(r1_cost_f)
-argmax_fn = {"r": s2s.jit(argmax_r), "f": s2s.jit(argmax_f)}
+    return s2s.jit(saddle)
 
 
-def saddle(variant, start):
-    cost = cost_r if variant[1] == "r" else cost_f
-    r1 = make_argmin(cost, outer[variant])(start)
-    r2 = argmax_fn[variant[1]](r1, start)
-    return [float(r1[0]), float(r1[1]), float(r2[0]), float(r2[1])]
+saddles = {
+    "rr": make_saddle(r1_cost_r, s2s.grad(r1_cost_r), argmax_r),
+    "rf": make_saddle(r1_cost_f, s2s.grad(r1_cost_f), argmax_f),
+    "fr": make_saddle(r1_cost_r, s2s.jacfwd(r1_cost_r), argmax_r),
+    "ff": make_saddle(r1_cost_f, s2s.jacfwd(r1_cost_f), argmax_f),
+}
 
 
 def _variant(name):
     def evaluate(input):
         start = np.asarray(input["start"], dtype=np.float64)
-        return runs(saddle, (name, start), input)
+        output, timings = runs(saddles[name], (start,), input)
+        return output.tolist(), timings
 
     return evaluate
 
