@@ -25,6 +25,7 @@ from .broadcast import (
     reversed_range,
     reversed_steps,
     same_shape,
+    select,
     unbroadcast,
     unreduce,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "reversed_range",
     "reversed_steps",
     "same_shape",
+    "select",
     "solve_vjp_a",
     "solve_vjp_b",
     "split_like",

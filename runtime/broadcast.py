@@ -25,7 +25,7 @@ from numba.core.extending import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat",
-           "assign_into", "contract", "matmul"]
+           "assign_into", "contract", "matmul", "select"]
 
 
 def unbroadcast(g, like):
@@ -453,3 +453,21 @@ def matmul(x1, x2):
     array([1., 2.])
     """
     return x1 @ x2
+
+
+def select(condition, a, b):
+    """``np.where(condition, a, b)``, but a scalar where all three are scalars (Numba gives a 0-d array).
+
+    >>> select(True, 1.0, 2.0), select(np.array([True, False]), 1.0, 2.0)
+    (1.0, array([1., 2.]))
+    """
+    if np.ndim(condition) == 0 and np.ndim(a) == 0 and np.ndim(b) == 0:
+        return a if condition else b
+    return np.where(condition, a, b)
+
+
+@overload(select)
+def _select_nb(condition, a, b):
+    if not any(isinstance(t, types.Array) for t in (condition, a, b)):
+        return lambda condition, a, b: a if condition else b
+    return lambda condition, a, b: np.where(condition, a, b)

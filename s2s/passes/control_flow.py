@@ -86,7 +86,7 @@ def _drop_assignments(stmts, flag: str) -> list:
     for s in stmts:
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and s.targets[0].id == flag:
             continue
-        if isinstance(s, gast.If):
+        if isinstance(s, (gast.If, gast.For, gast.While)):
             s.body = _drop_assignments(s.body, flag) or [gast.Pass()]
             s.orelse = _drop_assignments(s.orelse, flag)
         out.append(s)
@@ -120,9 +120,12 @@ class _Lowering:
             fn.body = self.block(body, None)
             return
         self.retval = self.namer.fresh("_retval")
-        new = self.block(body, None)
-        if self.returned:
+        self.returned = self.namer.fresh("_returned")
+        new = self.block(body, None, top=True)
+        if self.returned in names_read(gast.Module(body=new, type_ignores=[])):
             new.insert(0, assign(self.returned, const(False)))
+        else:  # every return was absorbed into the structure of the branches: no flag needed
+            new = _drop_assignments(new, self.returned)
         fn.body = new + [located(gast.Return(value=name(self.retval)), body[-1])]
 
     # ----------------------------------------------------------------- blocks
@@ -137,12 +140,13 @@ class _Lowering:
             return _contains(s.body, gast.Return, loops=True)
         return False
 
-    def block(self, stmts, loop: _Loop | None) -> list:
+    def block(self, stmts, loop: _Loop | None, top: bool = False) -> list:
+        """Lower one block; ``top`` for the function's own body (a return there needs no flag)."""
         out: list = []
         for k, s in enumerate(stmts):
             rest = stmts[k + 1:]
             if isinstance(s, gast.Return):
-                out += self.do_return(s, loop)
+                out += self.do_return(s, loop, top)
                 return out
             if isinstance(s, gast.Break):
                 loop.brk = loop.brk or self.namer.temp("_brk")
@@ -182,17 +186,17 @@ class _Lowering:
 
     def guard(self, rest, loop, where) -> list:
         """``rest`` run only if no flag says the block was left."""
-        flags = [f for f in (self.returned, loop and loop.brk, loop and loop.cont) if f]
+        returns = self.returned if _contains([where], gast.Return, loops=True) else None
+        flags = [f for f in (returns, loop and loop.brk, loop and loop.cont) if f]
         if not flags:
             return self.block(rest, loop)
         test = name(flags[0]) if len(flags) == 1 else gast.BoolOp(op=gast.Or(), values=[name(f) for f in flags])
         return [located(gast.If(test=test, body=[gast.Pass()], orelse=self.block(rest, loop)), where)]
 
-    def do_return(self, s, loop) -> list:
+    def do_return(self, s, loop, top: bool = False) -> list:
         value = s.value if s.value is not None else const(None)
         out = [located(assign(self.retval, value), s)]
-        if loop is not None:
-            self.returned = self.returned or self.namer.fresh("_returned")
+        if not top:
             out.append(located(assign(self.returned, const(True)), s))
         return out
 

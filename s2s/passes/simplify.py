@@ -174,7 +174,7 @@ def _count_defs(body) -> dict[str, int]:
     return counts
 
 
-def _propagate(block, defs) -> bool:
+def _propagate(block, defs, loads) -> bool:
     """Replace a temporary holding a literal or another name by it, where that name is unchanged."""
     changed = False
     k = 0
@@ -187,6 +187,7 @@ def _propagate(block, defs) -> bool:
             continue
         target = s.targets[0].id
         source = s.value.id if isinstance(s.value, gast.Name) else None
+        outside = loads.get(target, 0) - _loads(gast.Module(body=block[k + 1:], type_ignores=[])).count(target)
         complete = True
         for user in block[k + 1:]:
             if target in _loads(user):
@@ -205,7 +206,8 @@ def _propagate(block, defs) -> bool:
             if source is not None and source in _writes(user):
                 complete = target not in _loads(gast.Module(body=block[block.index(user) + 1:], type_ignores=[]))
                 break
-        if complete and target not in _loads(gast.Module(body=block[k + 1:], type_ignores=[])):
+        remaining = _loads(gast.Module(body=block[k + 1:], type_ignores=[])).count(target)
+        if complete and not remaining and not outside:
             del block[k]
             changed = True
         else:
@@ -339,8 +341,9 @@ def _dead_everywhere(block, counts) -> bool:
     changed = False
     for k in range(len(block) - 1, -1, -1):
         s = block[k]
-        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and _pure(s.value) \
-                and counts.get(s.targets[0].id, 0) == 0:
+        if isinstance(s, (gast.Assign, gast.AugAssign)) and _pure(s.value) and isinstance(
+                s.targets[0] if isinstance(s, gast.Assign) else s.target, gast.Name) \
+                and counts.get((s.targets[0] if isinstance(s, gast.Assign) else s.target).id, 0) == 0:
             del block[k]
             changed = True
         elif isinstance(s, (gast.If, gast.For, gast.While)):
@@ -371,8 +374,9 @@ def simplify(body: list, pure_functions=()) -> list:
         changed = False
         for block in list(_all_blocks(body)):
             changed |= _cancel_resets(block)
-            changed |= _propagate(block, _count_defs(body))
+            changed |= _propagate(block, _count_defs(body), _count_loads(body))
             changed |= _inline(block, _count_loads(body))
         changed |= _dead(body, set(), _count_loads(body))
+        changed |= _dead_everywhere(body, _count_loads(body))
         body = _tidy(body)
     return body

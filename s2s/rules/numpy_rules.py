@@ -69,12 +69,12 @@ defrule(np.hypot, "x1, x2", jvp="(x1_dot * x1 + x2_dot * x2) / z",
 defrule(np.logaddexp, "x1, x2", jvp="x1_dot * np.exp(x1 - z) + x2_dot * np.exp(x2 - z)",
         vjp=("rt.unbroadcast(z_adj * np.exp(x1 - z), x1)", "rt.unbroadcast(z_adj * np.exp(x2 - z), x2)"))
 for _max in (np.maximum, np.fmax):
-    defrule(_max, "x1, x2", jvp="np.where(x1 >= x2, x1_dot, x2_dot)",
+    defrule(_max, "x1, x2", jvp="rt.select(x1 >= x2, x1_dot, x2_dot)",
             vjp=("rt.unbroadcast(z_adj * (x1 >= x2), x1)", "rt.unbroadcast(z_adj * (x1 < x2), x2)"))
 for _min in (np.minimum, np.fmin):
-    defrule(_min, "x1, x2", jvp="np.where(x1 <= x2, x1_dot, x2_dot)",
+    defrule(_min, "x1, x2", jvp="rt.select(x1 <= x2, x1_dot, x2_dot)",
             vjp=("rt.unbroadcast(z_adj * (x1 <= x2), x1)", "rt.unbroadcast(z_adj * (x1 > x2), x2)"))
-defrule(np.where, "condition, x, y", nondiff=("condition",), jvp="np.where(condition, x_dot, y_dot)",
+defrule(np.where, "condition, x, y", nondiff=("condition",), jvp="rt.select(condition, x_dot, y_dot)",
         vjp=("rt.unbroadcast(np.where(condition, z_adj, 0.0), x)",
              "rt.unbroadcast(np.where(condition, 0.0, z_adj), y)"))
 defrule(np.clip, "a, a_min, a_max", jvp="rt.clip_jvp(a_dot, a_min_dot, a_max_dot, a, a_min, a_max)",
