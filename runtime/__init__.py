@@ -19,6 +19,7 @@ from .broadcast import (
     extremum_vjp,
     flat,
     jacobian,
+    jacobian_rows,
     matmul,
     reduced_count,
     reserve,
@@ -27,6 +28,7 @@ from .broadcast import (
     same_shape,
     select,
     unbroadcast,
+    unit_cotangent,
     unreduce,
 )
 from .linalg import (
@@ -92,6 +94,7 @@ __all__ = [
     "inner_vjp_a",
     "inner_vjp_b",
     "jacobian",
+    "jacobian_rows",
     "matmul",
     "matvec",
     "mean",
@@ -117,6 +120,7 @@ __all__ = [
     "sum",
     "transpose_vjp",
     "unbroadcast",
+    "unit_cotangent",
     "unreduce",
     "unstack_like",
     "vsplit_like",

@@ -25,7 +25,7 @@ from numba.core.extending import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat",
-           "assign_into", "contract", "matmul", "select"]
+           "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows"]
 
 
 def unbroadcast(g, like):
@@ -471,3 +471,53 @@ def _select_nb(condition, a, b):
     if not any(isinstance(t, types.Array) for t in (condition, a, b)):
         return lambda condition, a, b: a if condition else b
     return lambda condition, a, b: np.where(condition, a, b)
+
+
+def unit_cotangent(out, j):
+    """A cotangent shaped like ``out`` that is 1 at flat position ``j`` and 0 elsewhere.
+
+    >>> unit_cotangent(np.zeros((2, 2)), 3)
+    array([[0., 0.],
+           [0., 1.]])
+    """
+    if np.ndim(out) == 0:
+        return 1.0
+    ct = np.zeros(np.size(out))
+    ct[j] = 1.0
+    return ct.reshape(np.shape(out))
+
+
+@overload(unit_cotangent)
+def _unit_cotangent_nb(out, j):
+    if not isinstance(out, types.Array):
+        return lambda out, j: 1.0
+
+    def impl(out, j):
+        ct = np.zeros(out.size)
+        ct[j] = 1.0
+        return ct.reshape(out.shape)
+
+    return impl
+
+
+def jacobian_rows(rows, out, x):
+    """Rows ``(out.size, *x.shape)`` of a reverse-mode Jacobian, laid out as ``out.shape + x.shape``.
+
+    >>> jacobian_rows(np.array([[1.0, 2.0], [3.0, 4.0]]), np.zeros(2), np.zeros(2))
+    array([[1., 2.],
+           [3., 4.]])
+    """
+    block = np.ascontiguousarray(rows).reshape(np.shape(out) + np.shape(x))
+    return block if block.ndim else float(block)
+
+
+@overload(jacobian_rows)
+def _jacobian_rows_nb(rows, out, x):
+    out_array, x_array = isinstance(out, types.Array), isinstance(x, types.Array)
+    if not out_array and not x_array:
+        return lambda rows, out, x: rows[0]
+    if not out_array:
+        return lambda rows, out, x: np.ascontiguousarray(rows[0])
+    if not x_array:
+        return lambda rows, out, x: np.ascontiguousarray(rows).reshape(out.shape)
+    return lambda rows, out, x: np.ascontiguousarray(rows).reshape(out.shape + x.shape)

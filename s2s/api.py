@@ -396,8 +396,8 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
     return (out, pullback, result[1]) if has_aux else (out, pullback)
 
 
-def jacrev(fn, argnums=0, has_aux: bool = False, target: str = "cpu"):
-    """The Jacobian of ``fn`` by reverse mode: one pullback per output element.
+def jacrev(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
+    """The Jacobian of ``fn`` by reverse mode: one pullback per output element, in a compiled loop.
 
     The result has shape ``out.shape + x.shape`` (a tuple for tuple ``argnums``).
 
@@ -406,31 +406,9 @@ def jacrev(fn, argnums=0, has_aux: bool = False, target: str = "cpu"):
     array([[0., 2.],
            [2., 0.]])
     """
-    if isinstance(fn, Transformed):
-        return Transformed(fn, "jacrev", argnums, has_aux, target)
-
-    @functools.wraps(fn)
-    def jacobian_fn(*args):
-        t = _transformed(fn, "vjp", argnums if not isinstance(argnums, list) else tuple(argnums), has_aux, target)
-        values, names = t.arguments(args)
-        nums = t.nums(len(values))
-        primal = _transformed(fn, "jit", 0, False, target).run(values, names)
-        out = np.asarray(primal[0] if has_aux else primal, dtype=np.float64)
-        rows = []
-        for j in range(out.size):
-            ct = np.zeros(out.size)
-            ct[j] = 1.0
-            ct = ct.reshape(out.shape) if out.ndim else float(ct[0])
-            _, grads = t.run(values, names, (ct,))
-            rows.append(grads if isinstance(argnums, int) else list(grads))
-        if isinstance(argnums, int):
-            jac = _cast(np.array(rows).reshape(out.shape + np.shape(values[nums[0]])), values[nums[0]])
-        else:
-            jac = tuple(_cast(np.array([r[i] for r in rows]).reshape(out.shape + np.shape(values[k])), values[k])
-                        for i, k in enumerate(nums))
-        return (jac, primal[1]) if has_aux else jac
-
-    return jacobian_fn
+    if fn is None:
+        return functools.partial(jacrev, argnums=argnums, has_aux=has_aux, target=target)
+    return Transformed(fn, "jacrev", argnums, has_aux, target)
 
 
 jacobian = jacrev

@@ -41,7 +41,7 @@ from .program import Function, Program
 
 __all__ = ["Builder", "Module"]
 
-TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jit")
+TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jit")
 
 
 @dataclass
@@ -157,6 +157,8 @@ class Builder:
             entry = root.name
         elif self.transform in ("jvp", "jacfwd"):
             entry = generator.forward_root(typed, self.transform, self.argnums, self.has_aux, self.single)
+        elif self.transform == "jacrev":
+            entry = generator.jacrev_root(typed, self.argnums, self.has_aux, self.single)
         else:
             entry = generator.root(typed, self.transform, self.argnums, self.has_aux, self.single)
         primals = []
@@ -322,6 +324,40 @@ class _Generator:
                 elif isinstance(t, (types.Float, types.Integer)):
                     out[derived] = types.float64
         return out
+
+    def jacrev_root(self, typed: Typed, argnums, has_aux: bool, single: bool) -> str:
+        """``f_jacrev(params)``: one pullback of the generated vjp per output element, in a loop."""
+        fn = typed.function
+        params = fn.params
+        vjp = self.root(typed, "vjp", argnums, has_aux, False)
+        namer = Namer(fn.namer.taken)
+        out, n, j, res = (namer.fresh(v) for v in ("_out", "_n", "_j", "_result"))
+        rows = [namer.fresh(f"_rows{k}") for k in range(len(argnums))]
+        args = ", ".join(params)
+        lines = [f"def {fn.name}_jacrev({args}):"]
+        if has_aux:
+            lines += [f"    {res} = {fn.name}({args})", f"    {out} = {res}[0]"]
+        else:
+            lines.append(f"    {out} = {fn.name}({args})")
+        lines += [f"    {n} = np.size({out})",
+                  f"    {j} = 0",
+                  f"    _first = {vjp}({args}, rt.unit_cotangent({out}, 0))[1]"]
+        lines += [f"    {r} = rt.batch_like(_first[{k}], {n})" for k, r in enumerate(rows)]
+        lines += [f"    {r}[0] = _first[{k}]" for k, r in enumerate(rows)]
+        lines += [f"    for {j} in range(1, {n}):",
+                  f"        _row = {vjp}({args}, rt.unit_cotangent({out}, {j}))[1]"]
+        lines += [f"        {r}[{j}] = _row[{k}]" for k, r in enumerate(rows)]
+        blocks = [f"rt.jacobian_rows({r}, {out}, {params[k]})" for r, k in zip(rows, argnums)]
+        result = blocks[0] if single else "(" + "".join(b + ", " for b in blocks) + ")"
+        lines.append(f"    return {result}, {res}[1]" if has_aux else f"    return {result}")
+        node = gast.parse("\n".join(lines) + "\n").body[0]
+        for n_ in gast.walk(node):
+            if isinstance(n_, gast.stmt):
+                n_.lineno = fn.node.lineno
+        entry = self.program.namer.fresh(f"{fn.name}_jacrev")
+        node.name = entry
+        self.functions.append(node)
+        return entry
 
     def _adjoint_or_zero(self, param: str, t: ReverseTransform, activity: Activity):
         if param in activity.active:

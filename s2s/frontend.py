@@ -104,9 +104,9 @@ def _closure_values(fn: types.FunctionType) -> dict:
 
 
 def _parse_python(fn: types.FunctionType) -> Source:
-    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    filename = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
     try:
-        lines, start = inspect.getsourcelines(fn)
+        lines, start = inspect.getsourcelines(fn.__code__)  # the function itself, never its __wrapped__
     except (OSError, TypeError) as exc:
         raise S2SError(f"cannot read the source of {fn.__qualname__}: {exc}; s2s needs the function's "
                        "source file (functions typed into an interactive prompt have none)") from exc

@@ -30,9 +30,12 @@ defnondiff("x, axis", rt.reduced_count)
 defnondiff("start, stop, step", rt.reversed_range)
 defnondiff("start, step, count", rt.reversed_steps)
 defnondiff("count, offset, x", rt.basis)
+defnondiff("out, j", rt.unit_cotangent)
+defnondiff("first, n", rt.batch_like)
 
 defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contract(g, jacobian_dot)")
 
 # ------------------------------------------------------------- re-arranging tangents
 defrule(rt.jacobian, "t_dot, out, offset, x", nondiff=("out", "offset", "x"),
         jvp="rt.jacobian(t_dot_dot, out, offset, x)")
+defrule(rt.jacobian_rows, "rows, out, x", nondiff=("out", "x"), jvp="rt.jacobian_rows(rows_dot, out, x)")

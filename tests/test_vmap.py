@@ -1,0 +1,229 @@
+"""vmap: in_axes and out_axes forms, nesting, composition with the derivative transforms, target="parallel".
+
+Every batched result is compared with a Python loop over the examples of
+NumPy results, exact formulas or central finite differences.
+"""
+
+import numpy as np
+import pytest
+
+import s2s
+from s2s.check import numerical_grad
+from s2s.errors import InputError
+
+RNG = np.random.default_rng(3)
+XB = RNG.normal(size=(4, 3))  # 4 examples of 3 features
+YB = np.array([0.1, 0.2, -0.3, 0.4])
+W3 = np.array([0.5, -0.3, 0.8])
+
+
+def loss(w, x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + (np.tanh(w[i] * x[i]) - y) ** 2
+    return s
+
+
+def scaled_sin(x, c):
+    return np.sin(x) * c
+
+
+def fd_jacobian(fn, x, eps=1e-6):
+    """The Jacobian of an array function of an array: shape out.shape + x.shape."""
+    out = np.asarray(fn(x))
+    jac = np.zeros(out.shape + x.shape)
+    for j in range(x.size):
+        e = np.zeros(x.size)
+        e[j] = eps
+        e = e.reshape(x.shape)
+        jac[(...,) + np.unravel_index(j, x.shape)] = (np.asarray(fn(x + e)) - np.asarray(fn(x - e))) / (2 * eps)
+    return jac
+
+
+# =========================================================================== in_axes and out_axes
+
+
+def test_in_axes_default_zero_for_every_argument():
+    c = np.array([1.0, 2.0, -1.0, 0.5])
+    out = s2s.vmap(scaled_sin)(XB, c)
+    np.testing.assert_allclose(out, np.array([np.sin(XB[b]) * c[b] for b in range(4)]), rtol=1e-12)
+
+
+def test_in_axes_int_and_none_per_argument():
+    out = s2s.vmap(loss, in_axes=(None, 0, 0))(W3, XB, YB)
+    assert out.shape == (4,)
+    np.testing.assert_allclose(out, [loss(W3, XB[b], YB[b]) for b in range(4)], rtol=1e-12)
+    out = s2s.vmap(loss, in_axes=[None, 0, None])(W3, XB, 0.25)  # a list works as the tuple does
+    np.testing.assert_allclose(out, [loss(W3, XB[b], 0.25) for b in range(4)], rtol=1e-12)
+
+
+def test_in_axes_other_and_negative_axis():
+    xt = np.ascontiguousarray(XB.T)  # (3, 4): the examples along axis 1
+    for axis in (1, -1):
+        out = s2s.vmap(scaled_sin, in_axes=(axis, None))(xt, 2.0)
+        assert out.shape == (4, 3)
+        np.testing.assert_allclose(out, np.sin(XB) * 2.0, rtol=1e-12)
+
+
+def test_out_axes():
+    out = s2s.vmap(scaled_sin, in_axes=(0, None), out_axes=1)(XB, 2.0)
+    assert out.shape == (3, 4)
+    np.testing.assert_allclose(out, (np.sin(XB) * 2.0).T, rtol=1e-12)
+
+
+def two_outputs(x):
+    return x * 2.0, np.sum(x * x)
+
+
+def test_tuple_outputs_and_out_axes_per_output():
+    a, s = s2s.vmap(two_outputs)(XB)
+    np.testing.assert_allclose(a, XB * 2.0, rtol=1e-12)
+    np.testing.assert_allclose(s, np.sum(XB * XB, axis=1), rtol=1e-12)
+    a, s = s2s.vmap(two_outputs, out_axes=(1, 0))(XB)
+    assert a.shape == (3, 4) and s.shape == (4,)
+    np.testing.assert_allclose(a, (XB * 2.0).T, rtol=1e-12)
+
+
+def test_scalar_examples():
+    out = s2s.vmap(lambda a: a * a + np.sin(a))(YB)
+    np.testing.assert_allclose(out, YB * YB + np.sin(YB), rtol=1e-12)
+
+
+def outer_plus(a, b):
+    return a * b + np.sin(a)
+
+
+def test_nested_vmap():
+    a, b = np.array([0.0, 1.0, 2.0]), np.array([0.5, -1.0, 3.0, 4.0])
+    inner = s2s.vmap(outer_plus, in_axes=(0, None))  # over a
+    out = s2s.vmap(inner, in_axes=(None, 0))(a, b)  # over b
+    assert out.shape == (4, 3)
+    np.testing.assert_allclose(out, a[None, :] * b[:, None] + np.sin(a)[None, :], rtol=1e-12)
+
+
+def test_dict_argument_with_int_in_axes():
+    d = {"a": np.array([1.0, 2.0]), "b": np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]])}
+    out = s2s.vmap(lambda t: t["a"] * np.sum(t["b"]))(d)
+    np.testing.assert_allclose(out, [6.0, 3.0], rtol=1e-12)
+
+
+@pytest.mark.xfail(reason="in_axes with None for a leaf of a container (JAX's {'a': 0, 'b': None}) raises "
+                          "InputError 'in_axes entry 0 does not match the structure of argument 0': None is "
+                          "flattened as an empty subtree", raises=InputError, strict=True)
+def test_container_in_axes_with_none_leaf():
+    d = {"a": np.array([1.0, 2.0]), "b": np.ones(3)}
+    out = s2s.vmap(lambda t: t["a"] * np.sum(t["b"]), in_axes=({"a": 0, "b": None},))(d)
+    np.testing.assert_allclose(out, [3.0, 6.0], rtol=1e-12)
+
+
+def test_batch_size_mismatch_and_no_batched_argument_raise():
+    with pytest.raises(InputError, match="different sizes"):
+        s2s.vmap(scaled_sin)(XB, np.ones(3))
+    with pytest.raises(InputError, match="at least one batched argument"):
+        s2s.vmap(scaled_sin, in_axes=None)(XB, 2.0)
+    with pytest.raises(InputError, match="out of range"):
+        s2s.vmap(scaled_sin, in_axes=(2, None))(XB, 2.0)
+
+
+# =========================================================================== with derivatives
+
+
+def test_vmap_of_grad_per_example_gradients():
+    g = s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0))(W3, XB, YB)
+    assert g.shape == (4, 3)
+    for b in range(4):
+        np.testing.assert_allclose(g[b], numerical_grad(loss, (W3, XB[b], YB[b]), 0), rtol=1e-6, atol=1e-9)
+
+
+def test_vmap_of_value_and_grad():
+    value, g = s2s.vmap(s2s.value_and_grad(loss, argnums=1), in_axes=(None, 0, 0))(W3, XB, YB)
+    np.testing.assert_allclose(value, [loss(W3, XB[b], YB[b]) for b in range(4)], rtol=1e-12)
+    for b in range(4):
+        np.testing.assert_allclose(g[b], numerical_grad(loss, (W3, XB[b], YB[b]), 1), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.xfail(reason="vmap of value_and_grad with tuple argnums fails to compile: rt.batch_like has no "
+                          "implementation for the nested tuple output Tuple(array, float64)",
+                   raises=Exception, strict=True)
+def test_vmap_of_value_and_grad_with_tuple_argnums():
+    value, (gw, gy) = s2s.vmap(s2s.value_and_grad(loss, argnums=(0, 2)), in_axes=(None, 0, 0))(W3, XB, YB)
+    for b in range(4):
+        np.testing.assert_allclose(gw[b], numerical_grad(loss, (W3, XB[b], YB[b]), 0), rtol=1e-6)
+        assert gy[b] == pytest.approx(numerical_grad(loss, (W3, XB[b], YB[b]), 2), rel=1e-6)
+
+
+def mixing(x, c):
+    return np.tanh(x * c) * x[0] + x * x
+
+
+def test_vmap_of_jacfwd_per_example_jacobians():
+    jac = s2s.vmap(s2s.jacfwd(mixing), in_axes=(0, None))(XB, 1.3)
+    assert jac.shape == (4, 3, 3)
+    for b in range(4):
+        np.testing.assert_allclose(jac[b], fd_jacobian(lambda x: mixing(x, 1.3), XB[b]), rtol=1e-6, atol=1e-9)
+
+
+def test_per_example_jvp_through_vmap_of_jacfwd():
+    # jvp per example as J_b @ t_b, the Jacobians from vmap(jacfwd)
+    tangents = RNG.normal(size=XB.shape)
+    jac = s2s.vmap(s2s.jacfwd(mixing), in_axes=(0, None))(XB, 1.3)
+    per_example = np.einsum("bij,bj->bi", jac, tangents)
+    for b in range(4):
+        out, t = s2s.jvp(mixing, (XB[b], 1.3), (tangents[b], 0.0))
+        np.testing.assert_allclose(per_example[b], t, rtol=1e-12)
+        eps = 1e-6
+        fd = (mixing(XB[b] + eps * tangents[b], 1.3) - mixing(XB[b] - eps * tangents[b], 1.3)) / (2 * eps)
+        np.testing.assert_allclose(t, fd, rtol=1e-6, atol=1e-9)
+
+
+def jvp_of_mixing(x, t):
+    out, tangent = s2s.jvp(mixing, (x, 1.3), (t, 0.0))
+    return tangent
+
+
+@pytest.mark.xfail(reason="vmap over a function that calls s2s.jvp raises UnsupportedError 'using the function "
+                          "`mixing` as a value is not supported; call it instead'", raises=s2s.UnsupportedError,
+                   strict=True)
+def test_vmap_over_a_function_calling_jvp():
+    tangents = np.ones_like(XB)
+    out = s2s.vmap(jvp_of_mixing)(XB, tangents)
+    for b in range(4):
+        np.testing.assert_allclose(out[b], fd_jacobian(lambda x: mixing(x, 1.3), XB[b]) @ tangents[b], rtol=1e-6)
+
+
+def test_vmap_of_hessian():
+    h = s2s.vmap(s2s.hessian(lambda x: np.sum(x ** 3) + x[0] * x[1]))(XB)
+    assert h.shape == (4, 3, 3)
+    for b in range(4):
+        expected = np.diag(6.0 * XB[b])
+        expected[0, 1] = expected[1, 0] = 1.0
+        np.testing.assert_allclose(h[b], expected, rtol=1e-12, atol=1e-14)
+
+
+def test_vmap_of_jacrev():
+    jac = s2s.vmap(s2s.jacrev(mixing), in_axes=(0, None))(XB, 1.3)
+    assert jac.shape == (4, 3, 3)
+
+
+@pytest.mark.xfail(reason="vmap of grad with respect to a dict returns a tuple of batched leaves, not a dict",
+                   raises=AssertionError, strict=True)
+def test_vmap_of_grad_of_a_container_keeps_its_structure():
+    d = {"a": np.array([1.0, 2.0]), "b": np.ones((2, 3))}
+    g = s2s.vmap(s2s.grad(lambda t: t["a"] * np.sum(t["b"] ** 2)))(d)
+    assert isinstance(g, dict)
+    np.testing.assert_allclose(g["a"], [3.0, 3.0], rtol=1e-12)
+    np.testing.assert_allclose(g["b"], [[2.0] * 3, [4.0] * 3], rtol=1e-12)
+
+
+# =========================================================================== target="parallel"
+
+
+def test_parallel_target_matches_a_loop():
+    xs = RNG.normal(size=(16, 3))
+    ys = RNG.normal(size=16)
+    g = s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0), target="parallel")(W3, xs, ys)
+    assert g.shape == (16, 3)
+    for b in range(16):
+        np.testing.assert_allclose(g[b], numerical_grad(loss, (W3, xs[b], ys[b]), 0), rtol=1e-6, atol=1e-9)
+    values = s2s.vmap(loss, in_axes=(None, 0, 0), target="parallel")(W3, xs, ys)
+    np.testing.assert_allclose(values, [loss(W3, xs[b], ys[b]) for b in range(16)], rtol=1e-12)
