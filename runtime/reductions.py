@@ -23,7 +23,7 @@ on its value).
 from __future__ import annotations
 
 import numpy as np
-from numba import literally, njit
+from numba import literally, vectorize
 from numba.core import errors, types
 from numba.core.extending import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
@@ -274,21 +274,22 @@ def _finisher(ndim, axis, keep):
     return _fin_scalar if ndim == 1 else _fin_drop
 
 
-def _reduced_body(kernel, convert, ndim, axis, keep):
-    """A jitted ``body(a, axis, param)``: ``kernel`` over the axis, shaped as NumPy shapes it."""
-    fin = _finisher(ndim, axis, keep)
-    if _is_none(axis):
+def _reduction_impl(signature, param, fin, kernel, convert, axis_is_none):
+    """A Numba implementation ``impl(<signature>)``: ``fin(kernel(<a viewed as 3-D>, <param>), ...)``.
 
-        def body(a, axis, param):
-            return fin(kernel(_v3(convert(a), None), param), a, 0)
-
+    ``signature`` is the Python parameter list (its first name is the array),
+    ``param`` an expression of those parameters handed to ``kernel``.
+    """
+    a = signature.split(",")[0]
+    if axis_is_none:
+        body = f"    return fin(kernel(_v3(convert({a}), None), {param}), {a}, 0)"
     else:
-
-        def body(a, axis, param):
-            ax = _norm_axis(axis, a.ndim)
-            return fin(kernel(_v3(convert(a), ax), param), a, ax)
-
-    return njit(body)
+        body = (f"    ax = _norm_axis(axis, {a}.ndim)\n"
+                f"    return fin(kernel(_v3(convert({a}), ax), {param}), {a}, ax)")
+    namespace = {"fin": fin, "kernel": kernel, "convert": convert, "_v3": _v3, "_norm_axis": _norm_axis,
+                 "_ord_value": _ord_value}
+    exec(f"def impl({signature}):\n{body}\n", namespace)
+    return namespace["impl"]
 
 
 # ------------------------------------------------------------------ forward reductions
@@ -308,76 +309,112 @@ def _to_float64(a):
 
 
 _SUM, _PROD, _MAX, _MIN, _MEAN = range(5)
+_NUMPY_REDUCTIONS = (np.sum, np.prod, np.max, np.min, np.mean)
 
 
 def _reduce3(x3, kind):
-    """Sum, product, max, min or mean (``kind``) of ``x3`` over its middle axis."""
-    if kind == _SUM:
-        return np.sum(x3, axis=1)
-    if kind == _PROD:
-        return np.prod(x3, axis=1)
-    if kind == _MAX:
-        return np.max(x3, axis=1)
-    if kind == _MIN:
-        return np.min(x3, axis=1)
-    return np.mean(x3, axis=1)
+    """Sum, product, max, min or mean (``kind``, constant in compiled code) of ``x3`` over the middle axis."""
+    return _NUMPY_REDUCTIONS[kind](x3, axis=1)
 
 
-@overload(_reduce3)
+@overload(_reduce3, prefer_literal=True)
 def _reduce3_nb(x3, kind):
-    def impl(x3, kind):
-        pre, n, post = x3.shape
-        out = np.empty((pre, post), x3.dtype)
-        if kind == _MAX or kind == _MIN:
+    if not isinstance(kind, types.IntegerLiteral):
+        raise errors.TypingError("rt._reduce3: kind must be a constant")
+    kind = kind.literal_value
+    if kind in (_MAX, _MIN):
+        better = _greater if kind == _MAX else _less
+
+        def extremum_impl(x3, kind):
+            pre, n, post = x3.shape
             if n == 0:
                 raise ValueError("zero-size array to reduction operation which has no identity")
-            out[:, :] = x3[:, 0, :]
-        elif kind == _PROD:
-            out[:, :] = 1
-        else:
-            out[:, :] = 0
-        for i in range(pre):
-            for k in range(n):
-                for j in range(post):
-                    v = x3[i, k, j]
-                    if kind == _SUM or kind == _MEAN:
-                        out[i, j] += v
-                    elif kind == _PROD:
-                        out[i, j] *= v
-                    elif kind == _MAX:
-                        if v > out[i, j] or v != v:
+            out = x3[:, 0, :].copy()
+            for i in range(pre):
+                for k in range(1, n):
+                    for j in range(post):
+                        v = x3[i, k, j]
+                        if better(v, out[i, j]):
                             out[i, j] = v
-                    elif v < out[i, j] or v != v:
-                        out[i, j] = v
-        if kind == _MEAN:
-            out /= n
+            return out
+
+        return extremum_impl
+    if kind == _PROD:
+
+        def prod_impl(x3, kind):
+            pre, n, post = x3.shape
+            out = np.ones((pre, post), x3.dtype)
+            for i in range(pre):
+                for k in range(n):
+                    for j in range(post):
+                        out[i, j] *= x3[i, k, j]
+            return out
+
+        return prod_impl
+
+    if kind == _SUM:
+        return lambda x3, kind: _sum_loop(x3)
+
+    def mean_impl(x3, kind):
+        out = _sum_loop(x3)
+        out /= x3.shape[1]
         return out
 
-    return impl
+    return mean_impl
 
 
-def _reduction_nb(name, kind, a, axis, keepdims):
-    """The body of the Numba implementation of a forward reduction, or None to ask for literal keepdims."""
+@register_jitable
+def _sum_loop(x3):
+    pre, n, post = x3.shape
+    out = np.zeros((pre, post), x3.dtype)
+    for i in range(pre):
+        for k in range(n):
+            for j in range(post):
+                out[i, j] += x3[i, k, j]
+    return out
+
+
+@register_jitable
+def _greater(v, best):
+    return v > best or v != v
+
+
+@register_jitable
+def _less(v, best):
+    return v < best or v != v
+
+
+def _reduction_nb(name, kind, signature, a, axis, keepdims):
+    """The Numba implementation of a forward reduction."""
     if isinstance(a, (types.Number, types.Boolean)):
         if not _is_none(axis):
             raise errors.TypingError(f"rt.{name}: axis given for a scalar")
-        if kind == _MEAN:
-            return njit(lambda a, axis, param: float(a))
-        return njit(lambda a, axis, param: a)
+        return _exec_lambda(signature, "float(a)" if kind == _MEAN else "a")
     if not isinstance(a, types.Array):
         raise errors.TypingError(f"rt.{name}: expected an array, got {a}")
     if not (_is_none(axis) or isinstance(axis, types.Integer)):
         raise errors.TypingError(f"rt.{name}: axis must be None or an int, got {axis}")
     keep = _static_bool(keepdims)
     if keep is None:
-        return None
+        return _exec_lambda(signature, "literally(keepdims)")
     convert = _same
     if not isinstance(a.dtype, types.Float):
         if kind == _MEAN:
             convert = _to_float64
         elif kind in (_SUM, _PROD):
             convert = _to_int64
-    return _reduced_body(_reduce3, convert, a.ndim, axis, keep)
+    fin = _finisher(a.ndim, axis, keep)
+    return _reduction_impl(signature, str(kind), fin, _reduce3, convert, _is_none(axis))
+
+
+def _exec_lambda(signature, expression):
+    namespace = {"literally": literally, "np": np}
+    exec(f"def impl({signature}):\n    return {expression}\n", namespace)
+    return namespace["impl"]
+
+
+_SUM_SIGNATURE = "a, axis=None, dtype=None, out=None, keepdims=False"
+_MAX_SIGNATURE = "a, axis=None, out=None, keepdims=False"
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -390,13 +427,10 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False):
     return np.sum(a, axis=axis, keepdims=keepdims)
 
 
-@overload(sum)
+@overload(sum, prefer_literal=True)
 def _sum_nb(a, axis=None, dtype=None, out=None, keepdims=False):
     _require_none("sum", dtype=dtype, out=out)
-    body = _reduction_nb("sum", _SUM, a, axis, keepdims)
-    if body is None:
-        return lambda a, axis=None, dtype=None, out=None, keepdims=False: literally(keepdims)
-    return lambda a, axis=None, dtype=None, out=None, keepdims=False: body(a, axis, _SUM)
+    return _reduction_nb("sum", _SUM, _SUM_SIGNATURE, a, axis, keepdims)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -410,13 +444,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
     return np.mean(a, axis=axis, keepdims=keepdims)
 
 
-@overload(mean)
+@overload(mean, prefer_literal=True)
 def _mean_nb(a, axis=None, dtype=None, out=None, keepdims=False):
     _require_none("mean", dtype=dtype, out=out)
-    body = _reduction_nb("mean", _MEAN, a, axis, keepdims)
-    if body is None:
-        return lambda a, axis=None, dtype=None, out=None, keepdims=False: literally(keepdims)
-    return lambda a, axis=None, dtype=None, out=None, keepdims=False: body(a, axis, _MEAN)
+    return _reduction_nb("mean", _MEAN, _SUM_SIGNATURE, a, axis, keepdims)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -429,13 +460,10 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False):
     return np.prod(a, axis=axis, keepdims=keepdims)
 
 
-@overload(prod)
+@overload(prod, prefer_literal=True)
 def _prod_nb(a, axis=None, dtype=None, out=None, keepdims=False):
     _require_none("prod", dtype=dtype, out=out)
-    body = _reduction_nb("prod", _PROD, a, axis, keepdims)
-    if body is None:
-        return lambda a, axis=None, dtype=None, out=None, keepdims=False: literally(keepdims)
-    return lambda a, axis=None, dtype=None, out=None, keepdims=False: body(a, axis, _PROD)
+    return _reduction_nb("prod", _PROD, _SUM_SIGNATURE, a, axis, keepdims)
 
 
 def amax(a, axis=None, out=None, keepdims=False):
@@ -448,13 +476,10 @@ def amax(a, axis=None, out=None, keepdims=False):
     return np.amax(a, axis=axis, keepdims=keepdims)
 
 
-@overload(amax)
+@overload(amax, prefer_literal=True)
 def _amax_nb(a, axis=None, out=None, keepdims=False):
     _require_none("amax", out=out)
-    body = _reduction_nb("amax", _MAX, a, axis, keepdims)
-    if body is None:
-        return lambda a, axis=None, out=None, keepdims=False: literally(keepdims)
-    return lambda a, axis=None, out=None, keepdims=False: body(a, axis, _MAX)
+    return _reduction_nb("amax", _MAX, _MAX_SIGNATURE, a, axis, keepdims)
 
 
 def amin(a, axis=None, out=None, keepdims=False):
@@ -467,13 +492,10 @@ def amin(a, axis=None, out=None, keepdims=False):
     return np.amin(a, axis=axis, keepdims=keepdims)
 
 
-@overload(amin)
+@overload(amin, prefer_literal=True)
 def _amin_nb(a, axis=None, out=None, keepdims=False):
     _require_none("amin", out=out)
-    body = _reduction_nb("amin", _MIN, a, axis, keepdims)
-    if body is None:
-        return lambda a, axis=None, out=None, keepdims=False: literally(keepdims)
-    return lambda a, axis=None, out=None, keepdims=False: body(a, axis, _MIN)
+    return _reduction_nb("amin", _MIN, _MAX_SIGNATURE, a, axis, keepdims)
 
 
 # ------------------------------------------------------------------ vector norms
@@ -518,20 +540,30 @@ def _vnorm3(x3, p):
 
 @overload(_vnorm3)
 def _vnorm3_nb(x3, p):
-    ft = x3.dtype
-
     def impl(x3, p):
-        x = np.abs(x3)
-        if p == np.inf:
-            return _reduce3(x, _MAX)
-        if p == -np.inf:
-            return _reduce3(x, _MIN)
-        if p == 1.0:
-            return _reduce3(x, _SUM)
-        if p == 2.0:
-            return np.sqrt(_reduce3(x * x, _SUM))
-        q = ft(p)
-        return _reduce3(x ** q, _SUM) ** (ft(1.0) / q)
+        pre, n, post = x3.shape
+        out = np.empty((pre, post), x3.dtype)
+        for i in range(pre):
+            for j in range(post):
+                acc = np.inf if p == -np.inf else 0.0
+                for k in range(n):
+                    v = abs(x3[i, k, j])
+                    if p == np.inf:
+                        acc = max(acc, v)
+                    elif p == -np.inf:
+                        acc = min(acc, v)
+                    elif p == 1.0:
+                        acc += v
+                    elif p == 2.0:
+                        acc += v * v
+                    else:
+                        acc += v ** p
+                if p == 2.0:
+                    acc = np.sqrt(acc)
+                elif p != 1.0 and p != np.inf and p != -np.inf:
+                    acc = acc ** (1.0 / p)
+                out[i, j] = acc
+        return out
 
     return impl
 
@@ -555,19 +587,24 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return np.linalg.norm(x, ord, axis, keepdims)
 
 
-@overload(norm)
+_NORM_SIGNATURE = "x, ord=None, axis=None, keepdims=False"
+
+
+@overload(norm, prefer_literal=True)
 def _norm_nb(x, ord=None, axis=None, keepdims=False):
     if isinstance(x, types.Number):
         return lambda x, ord=None, axis=None, keepdims=False: abs(x)
     if not isinstance(x, types.Array):
         raise errors.TypingError(f"rt.norm: expected an array, got {x}")
+    if not (_is_none(axis) or isinstance(axis, types.Integer)):
+        raise errors.TypingError(f"rt.norm: axis must be None or an int, got {axis}")
     _check_norm(x.ndim, _is_none(axis), _is_none(ord))
     keep = _static_bool(keepdims)
     if keep is None:
-        return lambda x, ord=None, axis=None, keepdims=False: literally(keepdims)
+        return _exec_lambda(_NORM_SIGNATURE, "literally(keepdims)")
     convert = _same if isinstance(x.dtype, types.Float) else _to_float64
-    body = _reduced_body(_vnorm3, convert, x.ndim, axis, keep)
-    return lambda x, ord=None, axis=None, keepdims=False: body(x, axis, _ord_value(ord))
+    fin = _finisher(x.ndim, axis, keep)
+    return _reduction_impl(_NORM_SIGNATURE, "_ord_value(ord)", fin, _vnorm3, convert, _is_none(axis))
 
 
 def _dnorm3(x3, z3, p):
@@ -576,7 +613,7 @@ def _dnorm3(x3, z3, p):
     with np.errstate(divide="ignore", invalid="ignore"):
         if p == np.inf or p == -np.inf:
             hits = x == z3
-            return np.sign(x3) * hits / np.sum(hits, axis=1, keepdims=True)
+            return np.sign(x3) * hits / np.maximum(np.sum(hits, axis=1, keepdims=True), 1)
         if p == 1.0:
             return np.sign(x3)
         if p == 2.0:
@@ -617,6 +654,48 @@ def _dnorm3_nb(x3, z3, p):
     return impl
 
 
+def _scale3(d3, g3):
+    """``d3 * g3``: ``(before, along, after)`` times ``(before, 1, after)``."""
+    return d3 * g3
+
+
+@overload(_scale3)
+def _scale3_nb(d3, g3):
+    ft = _float_dtype(d3, g3)
+
+    def impl(d3, g3):
+        pre, n, post = d3.shape
+        out = np.empty(d3.shape, ft)
+        for i in range(pre):
+            for k in range(n):
+                for j in range(post):
+                    out[i, k, j] = d3[i, k, j] * g3[i, 0, j]
+        return out
+
+    return impl
+
+
+def _contract3(d3, t3):
+    """``sum(d3 * t3, axis=1)`` for two ``(before, along, after)`` arrays."""
+    return np.sum(d3 * t3, axis=1)
+
+
+@overload(_contract3)
+def _contract3_nb(d3, t3):
+    ft = _float_dtype(d3, t3)
+
+    def impl(d3, t3):
+        pre, n, post = d3.shape
+        out = np.zeros((pre, post), ft)
+        for i in range(pre):
+            for k in range(n):
+                for j in range(post):
+                    out[i, j] += d3[i, k, j] * t3[i, k, j]
+        return out
+
+    return impl
+
+
 def norm_vjp(g, x, z, ord, axis, keepdims):
     """Adjoint of :func:`norm`: ``g`` (shaped like ``z = norm(x, ord, axis, keepdims)``) spread over ``x``.
 
@@ -628,7 +707,7 @@ def norm_vjp(g, x, z, ord, axis, keepdims):
     if np.ndim(x) == 0:
         return g * np.sign(x)
     d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
-    return (d3 * _g3(g, x, axis)).reshape(np.shape(x))
+    return _scale3(d3, _g3(g, x, axis)).reshape(np.shape(x))
 
 
 @overload(norm_vjp)
@@ -638,7 +717,7 @@ def _norm_vjp_nb(g, x, z, ord, axis, keepdims):
 
     def impl(g, x, z, ord, axis, keepdims):
         d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
-        return (d3 * _g3(g, x, axis)).reshape(x.shape)
+        return _scale3(d3, _g3(g, x, axis)).reshape(x.shape)
 
     return impl
 
@@ -646,13 +725,13 @@ def _norm_vjp_nb(g, x, z, ord, axis, keepdims):
 def norm_jvp(x_dot, x, z, ord, axis, keepdims):
     """Tangent of ``z = norm(x, ord, axis, keepdims)`` for the tangent ``x_dot`` of ``x``; shaped like ``z``.
 
-    >>> norm_jvp(np.array([1.0, 1.0]), np.array([3.0, -4.0]), 5.0, None, None, False)
-    -0.2
+    >>> float(norm_jvp(np.array([1.0, 0.0]), np.array([3.0, -4.0]), 5.0, None, None, False))
+    0.6
     """
     if np.ndim(x) == 0:
         return x_dot * np.sign(x)
     d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
-    return _like(np.sum(d3 * _t3(x_dot, x, axis), axis=1), z)
+    return _like(_contract3(d3, _t3(x_dot, x, axis)), z)
 
 
 @overload(norm_jvp)
@@ -662,7 +741,7 @@ def _norm_jvp_nb(x_dot, x, z, ord, axis, keepdims):
 
     def impl(x_dot, x, z, ord, axis, keepdims):
         d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
-        return _like(_reduce3(d3 * _t3(x_dot, x, axis), _SUM), z)
+        return _like(_contract3(d3, _t3(x_dot, x, axis)), z)
 
     return impl
 
@@ -710,7 +789,7 @@ def prod_vjp(g, a, axis, keepdims):
     """
     if np.ndim(a) == 0:
         return g
-    return (_others3(_v3(a, axis)) * _g3(g, a, axis)).reshape(np.shape(a))
+    return _scale3(_others3(_v3(a, axis)), _g3(g, a, axis)).reshape(np.shape(a))
 
 
 @overload(prod_vjp)
@@ -719,7 +798,7 @@ def _prod_vjp_nb(g, a, axis, keepdims):
         return lambda g, a, axis, keepdims: g
 
     def impl(g, a, axis, keepdims):
-        return (_others3(_v3(a, axis)) * _g3(g, a, axis)).reshape(a.shape)
+        return _scale3(_others3(_v3(a, axis)), _g3(g, a, axis)).reshape(a.shape)
 
     return impl
 
@@ -727,17 +806,17 @@ def _prod_vjp_nb(g, a, axis, keepdims):
 def prod_jvp(a_dot, a, axis, keepdims):
     """Tangent of ``np.prod(a, axis, keepdims=keepdims)`` for the tangent ``a_dot`` of ``a``.
 
-    >>> prod_jvp(np.array([1.0, 0.0, 0.0]), np.array([0.0, 2.0, 3.0]), None, False)
+    >>> float(prod_jvp(np.array([1.0, 0.0, 0.0]), np.array([0.0, 2.0, 3.0]), None, False))
     6.0
     """
     if np.ndim(a) == 0:
         return a_dot
-    r3 = _others3(_v3(a, axis)) * _t3(a_dot, a, axis)
-    r = np.sum(r3, axis=1).reshape(_reduced_shape(np.shape(a), axis, keepdims))
+    r = _contract3(_others3(_v3(a, axis)), _t3(a_dot, a, axis))
+    r = r.reshape(_reduced_shape(np.shape(a), axis, keepdims))
     return r if r.ndim else r[()]
 
 
-@overload(prod_jvp)
+@overload(prod_jvp, prefer_literal=True)
 def _prod_jvp_nb(a_dot, a, axis, keepdims):
     if isinstance(a, types.Number):
         return lambda a_dot, a, axis, keepdims: a_dot
@@ -748,13 +827,13 @@ def _prod_jvp_nb(a_dot, a, axis, keepdims):
     if _is_none(axis):
 
         def all_impl(a_dot, a, axis, keepdims):
-            return fin(_reduce3(_others3(_v3(a, axis)) * _t3(a_dot, a, axis), _SUM), a, 0)
+            return fin(_contract3(_others3(_v3(a, axis)), _t3(a_dot, a, axis)), a, 0)
 
         return all_impl
 
     def impl(a_dot, a, axis, keepdims):
         ax = _norm_axis(axis, a.ndim)
-        return fin(_reduce3(_others3(_v3(a, ax)) * _t3(a_dot, a, ax), _SUM), a, ax)
+        return fin(_contract3(_others3(_v3(a, ax)), _t3(a_dot, a, ax)), a, ax)
 
     return impl
 
@@ -765,14 +844,38 @@ def extremum_jvp(a_dot, a, z, axis, keepdims):
 
     The transpose of ``extremum_vjp``.
 
-    >>> extremum_jvp(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 3.0]), 3.0, None, False)
+    >>> float(extremum_jvp(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 3.0]), 3.0, None, False))
     3.0
     """
     if np.ndim(a) == 0:
         return a_dot
-    hits = _v3(a, axis) == _g3(z, a, axis)
-    r2 = np.sum(hits * _t3(a_dot, a, axis), axis=1) / np.sum(hits, axis=1)
-    return _like(r2, z)
+    return _like(_tie_mean3(_t3(a_dot, a, axis), _v3(a, axis), _g3(z, a, axis)), z)
+
+
+def _tie_mean3(t3, x3, z3):
+    """The mean of ``t3`` over the elements where ``x3`` equals ``z3`` (along the middle axis; 0 if none)."""
+    hits = x3 == z3
+    return np.sum(hits * t3, axis=1) / np.maximum(np.sum(hits, axis=1), 1)
+
+
+@overload(_tie_mean3)
+def _tie_mean3_nb(t3, x3, z3):
+    def impl(t3, x3, z3):
+        pre, n, post = x3.shape
+        out = np.zeros((pre, post))
+        for i in range(pre):
+            for j in range(post):
+                total = 0.0
+                count = 0
+                for k in range(n):
+                    if x3[i, k, j] == z3[i, 0, j]:
+                        total += t3[i, k, j]
+                        count += 1
+                if count:
+                    out[i, j] = total / count
+        return out
+
+    return impl
 
 
 @overload(extremum_jvp)
@@ -781,8 +884,7 @@ def _extremum_jvp_nb(a_dot, a, z, axis, keepdims):
         return lambda a_dot, a, z, axis, keepdims: a_dot
 
     def impl(a_dot, a, z, axis, keepdims):
-        hits = (_v3(a, axis) == _g3(z, a, axis)) * 1.0
-        return _like(_reduce3(hits * _t3(a_dot, a, axis), _SUM) / _reduce3(hits, _SUM), z)
+        return _like(_tie_mean3(_t3(a_dot, a, axis), _v3(a, axis), _g3(z, a, axis)), z)
 
     return impl
 
@@ -821,15 +923,36 @@ def _cumsum_vjp_nb(g, a, axis):
 
 
 # ------------------------------------------------------------------ clip
-def _ones_of(a):
-    return np.ones(np.shape(a)) if np.ndim(a) else 1.0
+# A None bound limits nothing (as -inf or inf would); a None tangent is zero. Compiled code evaluates
+# each formula as one Numba ufunc over the broadcast operands: much cheaper to compile than a chain of
+# broadcasting array operations.
+@vectorize
+def _inside_ufunc(a, lo, hi):
+    return 1.0 if lo <= a <= hi else 0.0
 
 
-@overload(_ones_of)
-def _ones_of_nb(a):
-    if isinstance(a, types.Array):
-        return lambda a: np.ones(a.shape)
-    return lambda a: 1.0
+@vectorize
+def _clip_tangent_ufunc(a_dot, lo_dot, hi_dot, a, lo, hi):
+    t = 0.0
+    if lo <= a <= hi:
+        t += a_dot
+    if a < lo:
+        t += lo_dot
+    if a > hi:
+        t += hi_dot
+    return t
+
+
+def _or(x, default):
+    """``x``, or ``default`` where ``x`` is None."""
+    return default if x is None else x
+
+
+@overload(_or)
+def _or_nb(x, default):
+    if _is_none(x):
+        return lambda x, default: default
+    return lambda x, default: x
 
 
 def clip_inside(a, a_min, a_max):
@@ -838,56 +961,12 @@ def clip_inside(a, a_min, a_max):
     >>> clip_inside(np.array([-2.0, 0.5, 3.0]), 0.0, 1.0)
     array([0., 1., 0.])
     """
-    if a_min is None:
-        if a_max is None:
-            return _ones_of(a)
-        return (a <= a_max) * 1.0
-    if a_max is None:
-        return (a >= a_min) * 1.0
-    return np.logical_and(a >= a_min, a <= a_max) * 1.0
+    return np.logical_and(a >= _or(a_min, -np.inf), a <= _or(a_max, np.inf)) * 1.0
 
 
 @overload(clip_inside)
 def _clip_inside_nb(a, a_min, a_max):
-    if _is_none(a_min):
-        if _is_none(a_max):
-            return lambda a, a_min, a_max: _ones_of(a)
-        return lambda a, a_min, a_max: (a <= a_max) * 1.0
-    if _is_none(a_max):
-        return lambda a, a_min, a_max: (a >= a_min) * 1.0
-    return lambda a, a_min, a_max: np.logical_and(a >= a_min, a <= a_max) * 1.0
-
-
-def _times(t, m):
-    """``t * m``, with a None tangent as zero (keeping ``m``'s shape)."""
-    return m * 0.0 if t is None else t * m
-
-
-@overload(_times)
-def _times_nb(t, m):
-    if _is_none(t):
-        return lambda t, m: m * 0.0
-    return lambda t, m: t * m
-
-
-def _beyond(t, a, bound, below):
-    """``t`` where ``a`` is below (or above) ``bound``, else 0; just 0.0 for a None bound or tangent."""
-    if bound is None or t is None:
-        return 0.0
-    return t * ((a < bound) if below else (a > bound))
-
-
-@overload(_beyond)
-def _beyond_nb(t, a, bound, below):
-    if _is_none(bound) or _is_none(t):
-        return lambda t, a, bound, below: 0.0
-
-    def impl(t, a, bound, below):
-        if below:
-            return t * ((a < bound) * 1.0)
-        return t * ((a > bound) * 1.0)
-
-    return impl
+    return lambda a, a_min, a_max: _inside_ufunc(a, _or(a_min, -np.inf), _or(a_max, np.inf))
 
 
 def clip_jvp(a_dot, a_min_dot, a_max_dot, a, a_min, a_max):
@@ -898,15 +977,15 @@ def clip_jvp(a_dot, a_min_dot, a_max_dot, a, a_min, a_max):
     >>> clip_jvp(np.ones(3), 5.0, None, np.array([-1.0, 0.5, 2.0]), 0.0, 1.0)
     array([5., 1., 0.])
     """
-    inside = clip_inside(a, a_min, a_max)
-    return _times(a_dot, inside) + _beyond(a_min_dot, a, a_min, True) + _beyond(a_max_dot, a, a_max, False)
+    lo, hi = _or(a_min, -np.inf), _or(a_max, np.inf)
+    inside = np.logical_and(a >= lo, a <= hi)
+    return _or(a_dot, 0.0) * inside + _or(a_min_dot, 0.0) * (a < lo) + _or(a_max_dot, 0.0) * (a > hi)
 
 
 @overload(clip_jvp)
 def _clip_jvp_nb(a_dot, a_min_dot, a_max_dot, a, a_min, a_max):
     def impl(a_dot, a_min_dot, a_max_dot, a, a_min, a_max):
-        inside = _times(a_dot, clip_inside(a, a_min, a_max))
-        return inside + _beyond(a_min_dot, a, a_min, True) + _beyond(a_max_dot, a, a_max, False)
+        return _clip_tangent_ufunc(_or(a_dot, 0.0), _or(a_min_dot, 0.0), _or(a_max_dot, 0.0), a,
+                                   _or(a_min, -np.inf), _or(a_max, np.inf))
 
     return impl
-

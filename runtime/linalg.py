@@ -1,0 +1,372 @@
+"""Products and solves: ``np.inner`` for compiled code, and the adjoints of products and of solve.
+
+The adjoints cover ``np.dot``, ``np.matmul`` (``@``), ``np.outer``,
+``np.inner`` and ``np.linalg.solve``.
+
+``*_vjp_a(g, a, b)`` is the adjoint of the first operand of a product given
+the adjoint ``g`` of its result, ``*_vjp_b`` that of the second; each has
+the shape of its operand:
+
+    >>> import numpy as np
+    >>> a, b = np.ones((2, 3)), np.arange(3.0)
+    >>> dot_vjp_a(np.array([1.0, 2.0]), a, b)
+    array([[0., 1., 2.],
+           [0., 2., 4.]])
+    >>> dot_vjp_b(np.array([1.0, 2.0]), a, b)
+    array([3., 3., 3.])
+
+Operands may be float32 or float64 in any layout, also mixed: compiled
+code casts them to the common float type (and to C order) before calling
+BLAS, as Numba's ``np.dot`` wants. Each function is plain NumPy here and
+has a Numba implementation chosen from the argument types at compile time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.core import errors, types
+from numba.core.extending import overload, register_jitable
+
+from .reductions import _float_dtype, _float_of
+from .shapes import reshape_like
+
+__all__ = ["inner", "dot_vjp_a", "dot_vjp_b", "outer_vjp_a", "outer_vjp_b", "inner_vjp_a", "inner_vjp_b",
+           "matvec", "solve_vjp_a", "solve_vjp_b"]
+
+
+# ------------------------------------------------------------------ building blocks
+def _cfloat(x, dt):
+    """``x`` as a C-contiguous array of float type ``dt`` (a copy only where needed)."""
+    return np.ascontiguousarray(x, dtype=dt)
+
+
+@overload(_cfloat)
+def _cfloat_nb(x, dt):
+    if x.dtype == dt.instance_type:
+        if x.layout == "C":
+            return lambda x, dt: x
+        return lambda x, dt: np.ascontiguousarray(x)
+    return lambda x, dt: x.astype(dt)
+
+
+def _mm(a, b):
+    """``np.dot`` of 1-D or 2-D arrays, cast to their common float type."""
+    dt = _float_of(a, b)
+    return np.dot(_cfloat(a, dt), _cfloat(b, dt))
+
+
+@overload(_mm)
+def _mm_nb(a, b):
+    dt = _float_dtype(a, b)
+    return lambda a, b: np.dot(_cfloat(a, dt), _cfloat(b, dt))
+
+
+@register_jitable
+def _rows2(x):
+    """An array of any rank as ``(rows, x.shape[-1])``, C-contiguous."""
+    rows = 1
+    for i in range(x.ndim - 1):
+        rows *= x.shape[i]
+    return np.ascontiguousarray(x).reshape((rows, x.shape[-1]))
+
+
+def _flat(x):
+    """``np.ravel(x)``, C-contiguous; a scalar becomes a 1-element array."""
+    return np.ascontiguousarray(np.ravel(x))
+
+
+@overload(_flat)
+def _flat_nb(x):
+    if isinstance(x, types.Array):
+        return lambda x: np.ascontiguousarray(x).reshape(x.size)
+    return lambda x: np.full(1, x)
+
+
+def _outer(x, y):
+    """``np.outer`` of two 1-D arrays (any layout)."""
+    return np.outer(x, y)
+
+
+@overload(_outer)
+def _outer_nb(x, y):
+    ft = _float_dtype(x, y)
+
+    def impl(x, y):
+        out = np.empty((x.size, y.size), ft)
+        for i in range(x.size):
+            for j in range(y.size):
+                out[i, j] = x[i] * y[j]
+        return out
+
+    return impl
+
+
+def _g2(g, rows, cols):
+    """``g`` (a scalar for a 1-element result) as a ``(rows, cols)`` array."""
+    return np.reshape(g, (rows, cols))
+
+
+@overload(_g2)
+def _g2_nb(g, rows, cols):
+    if isinstance(g, types.Array):
+        return lambda g, rows, cols: np.ascontiguousarray(g).reshape((rows, cols))
+    return lambda g, rows, cols: np.full((rows, cols), g)
+
+
+def _is_array(ty):
+    return isinstance(ty, types.Array)
+
+
+def _unsupported(name, a, b):
+    """NotImplementedError for a product of operands of ``a``'s and ``b``'s shapes (or Numba types)."""
+    if isinstance(a, types.Type):
+        what = f"{getattr(a, 'ndim', 0)}-D and {getattr(b, 'ndim', 0)}-D operands"
+    else:
+        what = f"operands of shapes {np.shape(a)} and {np.shape(b)}"
+    return NotImplementedError(f"rt.{name}: {what} are not supported (the second operand may have at most "
+                               "2 axes unless the first is a scalar)")
+
+
+# ------------------------------------------------------------------ inner
+def inner(a, b):
+    """``np.inner``: sums over the last axes of ``a`` and ``b`` (a product where one is a scalar).
+
+    >>> inner(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 1.0]))
+    array([3., 7.])
+    """
+    return np.inner(a, b)
+
+
+@overload(inner)
+def _inner_nb(a, b):
+    if not _is_array(a) or not _is_array(b):
+        return lambda a, b: a * b
+    if a.ndim == 1 and b.ndim == 1:
+        return lambda a, b: _mm(a, b)
+
+    def impl(a, b):
+        if a.shape[-1] != b.shape[-1]:
+            raise ValueError("rt.inner: the last dimensions of the operands differ")
+        return _mm(_rows2(a), _rows2(b).T).reshape(a.shape[:-1] + b.shape[:-1])
+
+    return impl
+
+
+def inner_vjp_a(g, a, b):
+    """Adjoint of ``a`` in ``np.inner(a, b)`` given the adjoint ``g`` of the result.
+
+    >>> inner_vjp_a(np.array([1.0, 2.0]), np.ones(3), np.arange(6.0).reshape(2, 3))
+    array([ 6.,  9., 12.])
+    """
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return dot_vjp_a(g, a, b)
+    a2, b2 = _rows2(a), _rows2(b)
+    return reshape_like(_mm(_g2(g, a2.shape[0], b2.shape[0]), b2), a)
+
+
+@overload(inner_vjp_a)
+def _inner_vjp_a_nb(g, a, b):
+    if not _is_array(a) or not _is_array(b):
+        return lambda g, a, b: dot_vjp_a(g, a, b)
+
+    def impl(g, a, b):
+        a2, b2 = _rows2(a), _rows2(b)
+        return reshape_like(_mm(_g2(g, a2.shape[0], b2.shape[0]), b2), a)
+
+    return impl
+
+
+def inner_vjp_b(g, a, b):
+    """Adjoint of ``b`` in ``np.inner(a, b)`` given the adjoint ``g`` of the result.
+
+    >>> inner_vjp_b(np.array([1.0, 2.0]), np.ones(3), np.arange(6.0).reshape(2, 3))
+    array([[1., 1., 1.],
+           [2., 2., 2.]])
+    """
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return dot_vjp_b(g, a, b)
+    a2, b2 = _rows2(a), _rows2(b)
+    return reshape_like(_mm(_g2(g, a2.shape[0], b2.shape[0]).T, a2), b)
+
+
+@overload(inner_vjp_b)
+def _inner_vjp_b_nb(g, a, b):
+    if not _is_array(a) or not _is_array(b):
+        return lambda g, a, b: dot_vjp_b(g, a, b)
+
+    def impl(g, a, b):
+        a2, b2 = _rows2(a), _rows2(b)
+        return reshape_like(_mm(_g2(g, a2.shape[0], b2.shape[0]).T, a2), b)
+
+    return impl
+
+
+# ------------------------------------------------------------------ dot and matmul
+def dot_vjp_a(g, a, b):
+    """Adjoint of ``a`` in ``np.dot(a, b)`` or ``a @ b`` given the adjoint ``g`` of the result.
+
+    ``a`` and ``b`` may be scalars (``np.dot`` only), 1-D or 2-D; ``a`` may
+    also be a stack of more axes when ``b`` is 1-D or 2-D (where ``dot`` and
+    ``matmul`` agree). Anything else raises NotImplementedError.
+
+    >>> dot_vjp_a(np.ones((2, 2)), np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([[3., 7.],
+           [3., 7.]])
+    """
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0:
+        return np.sum(g * b)
+    if nb == 0:
+        return g * b
+    if nb > 2:
+        raise _unsupported("dot_vjp_a", a, b)
+    if na == 1:
+        return g * b if nb == 1 else _mm(b, g)
+    if nb == 1:
+        return _outer(_flat(g), b).reshape(np.shape(a))
+    return _mm(_rows2(g), np.transpose(b)).reshape(np.shape(a))
+
+
+@overload(dot_vjp_a)
+def _dot_vjp_a_nb(g, a, b):
+    if not _is_array(a):
+        if _is_array(b):
+            return lambda g, a, b: np.sum(g * b)
+        return lambda g, a, b: g * b
+    if not _is_array(b):
+        return lambda g, a, b: g * b
+    if b.ndim > 2:
+        raise _unsupported("dot_vjp_a", a, b)
+    if a.ndim == 1:
+        if b.ndim == 1:
+            return lambda g, a, b: g * b
+        return lambda g, a, b: _mm(b, g)
+    if b.ndim == 1:
+        return lambda g, a, b: _outer(_flat(g), b).reshape(a.shape)
+    return lambda g, a, b: _mm(_rows2(g), b.T).reshape(a.shape)
+
+
+def dot_vjp_b(g, a, b):
+    """Adjoint of ``b`` in ``np.dot(a, b)`` or ``a @ b`` given the adjoint ``g`` of the result.
+
+    The same operands as :func:`dot_vjp_a`.
+
+    >>> dot_vjp_b(np.ones((2, 2)), np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([[1., 1.],
+           [1., 1.]])
+    """
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0:
+        return g * a
+    if nb == 0:
+        return np.sum(g * a)
+    if nb > 2:
+        raise _unsupported("dot_vjp_b", a, b)
+    if na == 1:
+        return g * a if nb == 1 else _outer(a, g)
+    if nb == 1:
+        return _mm(_flat(g), _rows2(a))
+    return _mm(np.transpose(_rows2(a)), _rows2(g))
+
+
+@overload(dot_vjp_b)
+def _dot_vjp_b_nb(g, a, b):
+    if not _is_array(a):
+        return lambda g, a, b: g * a
+    if not _is_array(b):
+        return lambda g, a, b: np.sum(g * a)
+    if b.ndim > 2:
+        raise _unsupported("dot_vjp_b", a, b)
+    if a.ndim == 1:
+        if b.ndim == 1:
+            return lambda g, a, b: g * a
+        return lambda g, a, b: _outer(a, g)
+    if b.ndim == 1:
+        return lambda g, a, b: _mm(_flat(g), _rows2(a))
+    return lambda g, a, b: _mm(_rows2(a).T, _rows2(g))
+
+
+def matvec(m, v):
+    """``m @ v`` for a matrix ``m`` and ``v`` 1-D or 2-D, in the common float type (a scalar ``m`` scales).
+
+    >>> matvec(np.eye(2), np.array([1.0, 2.0]))
+    array([1., 2.])
+    """
+    if np.ndim(m) == 0:
+        return m * v
+    return _mm(m, v)
+
+
+@overload(matvec)
+def _matvec_nb(m, v):
+    if isinstance(m, types.Number):
+        return lambda m, v: m * v
+    if not (_is_array(m) and m.ndim == 2 and _is_array(v) and v.ndim in (1, 2)):
+        raise errors.TypingError(f"rt.matvec: expected a matrix and a 1-D or 2-D array, got {m} and {v}")
+    return lambda m, v: _mm(m, v)
+
+
+# ------------------------------------------------------------------ outer
+def outer_vjp_a(g, a, b):
+    """Adjoint of ``a`` in ``np.outer(a, b)`` (which flattens both): shaped like ``a``.
+
+    >>> outer_vjp_a(np.ones((2, 3)), np.zeros(2), np.arange(3.0))
+    array([3., 3.])
+    """
+    return reshape_like(_mm(g, _flat(b)), a)
+
+
+@overload(outer_vjp_a)
+def _outer_vjp_a_nb(g, a, b):
+    return lambda g, a, b: reshape_like(_mm(g, _flat(b)), a)
+
+
+def outer_vjp_b(g, a, b):
+    """Adjoint of ``b`` in ``np.outer(a, b)`` (which flattens both): shaped like ``b``.
+
+    >>> outer_vjp_b(np.ones((2, 3)), np.array([1.0, 2.0]), np.zeros(3))
+    array([3., 3., 3.])
+    """
+    return reshape_like(_mm(_flat(a), g), b)
+
+
+@overload(outer_vjp_b)
+def _outer_vjp_b_nb(g, a, b):
+    return lambda g, a, b: reshape_like(_mm(_flat(a), g), b)
+
+
+# ------------------------------------------------------------------ solve
+def solve_vjp_b(g, a, b, z):
+    """Adjoint of ``b`` in ``z = np.linalg.solve(a, b)`` (``b`` 1-D or 2-D): ``solve(a.T, g)``.
+
+    >>> solve_vjp_b(np.array([1.0, 1.0]), np.diag([2.0, 4.0]), np.ones(2), np.array([0.5, 0.25]))
+    array([0.5 , 0.25])
+    """
+    dt = _float_of(a, g)
+    return np.linalg.solve(_cfloat(np.transpose(a), dt), _cfloat(g, dt))
+
+
+@overload(solve_vjp_b)
+def _solve_vjp_b_nb(g, a, b, z):
+    dt = _float_dtype(a, g)
+    return lambda g, a, b, z: np.linalg.solve(_cfloat(a.T, dt), _cfloat(g, dt))
+
+
+def solve_vjp_a(g, a, b, z):
+    """Adjoint of ``a`` in ``z = np.linalg.solve(a, b)`` (``b`` 1-D or 2-D): ``-solve(a.T, g) z.T``.
+
+    >>> solve_vjp_a(np.array([1.0, 1.0]), np.diag([2.0, 4.0]), np.ones(2), np.array([0.5, 0.25]))
+    array([[-0.25  , -0.125 ],
+           [-0.125 , -0.0625]])
+    """
+    gb = solve_vjp_b(g, a, b, z)
+    if np.ndim(z) == 1:
+        return -_outer(gb, z)
+    return -_mm(gb, np.transpose(z))
+
+
+@overload(solve_vjp_a)
+def _solve_vjp_a_nb(g, a, b, z):
+    if z.ndim == 1:
+        return lambda g, a, b, z: -_outer(solve_vjp_b(g, a, b, z), z)
+    return lambda g, a, b, z: -_mm(solve_vjp_b(g, a, b, z), z.T)
