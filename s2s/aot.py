@@ -84,7 +84,7 @@ def build(entries: list[Entry], output: str, compiled: bool = False, progress: b
 
 def merge(out_name: str, built) -> tuple[list[ast.FunctionDef], dict, dict]:
     """The functions of all entries (renamed apart), their constants, and public name → entry functions."""
-    taken: set[str] = set()
+    taken: set[str] = {entry.name for entry, _ in built}  # the public names stay free for the aliases
     functions, constants, public = [], {}, {}
     for entry, module in built:
         defs = _functions(module.source)

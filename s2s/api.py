@@ -136,7 +136,7 @@ class Transformed:
                                "use grad, jacfwd, jacrev, hessian or jvp")
         nums = self.nums(len(structures))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
-                          self.target, scalar_output, structures, fuse)
+                          self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed))
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
@@ -216,12 +216,32 @@ class Transformed:
                 gs = gs[n:]
             return out[0] if single else tuple(out)
 
+        inner_tree = self.fn.output_tree(values) if isinstance(self.fn, Transformed) else None
+        if inner_tree is not None and self.transform in ("jacfwd", "jacrev") and not self.has_aux:
+            # the inner transform returns a container of derivatives: one Jacobian per leaf, rebuilt
+            return tree_unflatten(inner_tree, [derivatives(o) for o in out])
         if self.transform == "value_and_grad":
             primal, gs = out
             return primal, derivatives(gs)
         if self.has_aux:
             return derivatives(out[0]), out[1]
         return derivatives(out)
+
+    def output_tree(self, values):
+        """The container structure of this transform's result for ``values`` (None when it is one array).
+
+        >>> import s2s
+        >>> s2s.grad(lambda p: p[0] * p[1])((1.0, 2.0)) == (2.0, 1.0)
+        True
+        >>> s2s.grad(lambda p: p[0] * p[1]).output_tree(((1.0, 2.0),)).kind
+        'tuple'
+        """
+        if self.transform not in ("grad", "jacfwd", "jacrev") or self.has_aux:
+            return None
+        trees = [tree_flatten(values[k])[1] for k in self.nums(len(values))]
+        if isinstance(self.argnums, int):
+            return trees[0] if trees[0].kind != "leaf" else None
+        return tree_flatten(tuple(tree_unflatten(t, [0.0] * t.num_leaves) for t in trees))[1]
 
     def _explain(self, exc: Exception, values, names) -> Exception:
         """An error naming the argument and the line, found by running the original in Python."""

@@ -7,13 +7,14 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 
 import astor
 import gast
 
 __all__ = [
-    "name", "const", "dotted", "call", "assign", "expr_stmt", "attr_chain", "to_source", "stmt",
+    "name", "const", "dotted", "call", "assign", "expr_stmt", "attr_chain", "to_source", "ast_source", "stmt",
     "names_read", "names_written", "located", "is_atom", "subst", "walk_stmts",
 ]
 
@@ -73,10 +74,28 @@ def stmt(text: str) -> gast.stmt:
     return gast.parse(text).body[0]
 
 
+class _SignedConstants(ast.NodeTransformer):
+    """A negative number becomes ``-number``, which astor parenthesises where precedence needs it."""
+
+    def visit_Constant(self, node):
+        value = node.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (value < 0 or str(value)[0] == "-"):
+            return ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-value)), node)
+        return node
+
+
 def to_source(node) -> str:
-    """Python source of a gast node, without a trailing newline."""
-    tree = gast.gast_to_ast(node)
-    return astor.to_source(tree).rstrip("\n")
+    """Python source of a gast node, without a trailing newline.
+
+    >>> to_source(gast.BinOp(left=const(-0.5), op=gast.Pow(), right=const(2)))
+    '((-0.5) ** 2)'
+    """
+    return ast_source(gast.gast_to_ast(node)).rstrip("\n")
+
+
+def ast_source(tree: ast.AST) -> str:
+    """Python source of a standard ``ast`` tree (negative numbers parenthesised where needed)."""
+    return astor.to_source(_SignedConstants().visit(tree))
 
 
 def located(new, old):

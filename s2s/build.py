@@ -31,7 +31,7 @@ from .analysis.activity import Activity
 from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
 from .astutil import assign, call, const, name
 from .codegen import module_source
-from .custom import custom_jvp, custom_vjp
+from .custom import USER_RULES, custom_jvp, custom_vjp
 from .errors import InputError
 from .naming import Namer
 from .passes import fuse, record, simplify, tapes
@@ -88,7 +88,8 @@ class Builder:
     """Generates the module of one transform of ``fn``, per tuple of argument types."""
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
-                 target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True):
+                 target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
+                 takes_leaves: bool = False):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -101,11 +102,12 @@ class Builder:
         self.fuse = fuse and target != "python"
         # the pytree structure of each argument; generated code takes their leaves
         self.structures = {k: t for k, t in enumerate(structures) if t.kind != "leaf"}
+        self.takes_leaves = takes_leaves  # fn is generated code: it takes the leaves of the structures already
         if self.structures:
             counts = [t.num_leaves for t in structures]
             starts = [sum(counts[:k]) for k in range(len(counts))]
+            self.single = self.single and not any(k in self.structures for k in self.argnums)
             self.argnums = tuple(starts[k] + j for k in self.argnums for j in range(counts[k]))
-            self.single = False
 
     def source(self, arg_types: tuple) -> str:
         """The generated module's text for ``arg_types`` (Numba types)."""
@@ -114,7 +116,7 @@ class Builder:
     def program(self) -> Program:
         """The normalised user functions this transform reaches (cheap: no typing, no compiling)."""
         program = Program()
-        program.add(self.fn, self.structures)
+        program.add(self.fn, {} if self.takes_leaves else self.structures)
         return program
 
     def key(self, program: Program, arg_types: tuple) -> str:
@@ -122,8 +124,9 @@ class Builder:
 
         The normalised source of every function (which holds the inlined
         global and closure numbers), the bytes of module constants, the
-        transform and its options, the argument types, and the versions of
-        s2s, Numba, NumPy and Python.
+        transform and its options, the argument types, the rules registered
+        with :func:`s2s.defrule`, and the versions of s2s, Numba, NumPy and
+        Python.
         """
         import hashlib
         import sys
@@ -134,7 +137,8 @@ class Builder:
         h = hashlib.sha256()
         parts = [__version__, compiler_digest(), numba.__version__, np.__version__, sys.version, self.transform,
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
-                 repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse)]
+                 repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse),
+                 repr(sorted(USER_RULES.items()))]
         for f in program.functions.values():
             parts += [f.name, f.src.filename, f.source()]
         for name_, value in program.constants.items():
@@ -210,8 +214,10 @@ class Builder:
                 and not isinstance(out, (types.Float, types.Integer)):
             raise InputError(f"{self.transform} needs {root.src.name} to return a scalar; it returns {out}. "
                              "Use s2s.jacrev or s2s.vjp for non-scalar outputs")
-        if not (isinstance(out, (types.Float, types.Integer)) or isinstance(out, types.Array)
-                and isinstance(out.dtype, (types.Float, types.Integer))):
+        outs = out.types if isinstance(out, types.BaseTuple) and self.takes_leaves and self.transform == "jacfwd" \
+            else (out,)  # generated code returning the leaves of a container of derivatives
+        if not all(isinstance(o, (types.Float, types.Integer)) or isinstance(o, types.Array)
+                   and isinstance(o.dtype, (types.Float, types.Integer)) for o in outs):
             raise InputError(f"{self.transform} needs {root.src.name} to return a float scalar or array; "
                              f"it returns {out}")
 
@@ -497,15 +503,22 @@ class _Generator:
         value = ret.elts[0] if has_aux else ret
         aux = [copy.deepcopy(ret.elts[1])] if has_aux else []
         if vector:
-            tangent = namer.fresh("_tangent")
-            body.append(assign(tangent, ft.output(value)))
-            blocks = [call("rt.jacobian", name(tangent), copy.deepcopy(value), copy.deepcopy(o), name(p))
-                      for o, p in zip(offsets, active_params)]
-            jac = blocks[0] if single else gast.Tuple(elts=blocks, ctx=gast.Load())
+            jacs = []
+            for v in value.elts if isinstance(value, gast.Tuple) else [value]:  # per output: per argument
+                tangent = namer.fresh("_tangent")
+                body.append(assign(tangent, ft.output(v)))
+                blocks = [call("rt.jacobian", name(tangent), copy.deepcopy(v), copy.deepcopy(o), name(p))
+                          for o, p in zip(offsets, active_params)]
+                jacs.append(blocks[0] if single else gast.Tuple(elts=blocks, ctx=gast.Load()))
+            jac = gast.Tuple(elts=jacs, ctx=gast.Load()) if isinstance(value, gast.Tuple) else jacs[0]
             result = gast.Tuple(elts=[jac] + aux, ctx=gast.Load()) if has_aux else jac
         else:
             result = gast.Tuple(elts=[copy.deepcopy(value), ft.output(value)] + aux, ctx=gast.Load())
-        body = pre + body + [gast.Return(value=result)]
+        copies = self._entry_copies(fn, activity)
+        if transform == "jvp":  # a written argument's tangent is written too: copy the caller's tangent
+            copies += [assign(namer.tangent(c.targets[0].id), call("np.copy", name(namer.tangent(c.targets[0].id))))
+                       for c in copies if c.targets[0].id in active_params]
+        body = copies + pre + body + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
         inputs = params + ([namer.tangent(p) for p in active_params] if transform == "jvp" else [])
         self.functions.append(self._function(entry, inputs, simplify.simplify(body, self.pure), fn))

@@ -142,6 +142,7 @@ class DiskCache:
         """Write ``module`` as the entry of ``key`` (atomically); return its module file."""
         folder = self.folder(key)
         folder.parent.mkdir(parents=True, exist_ok=True)
+        self._sweep(folder.parent)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=folder.parent))
         try:
             (tmp / "module.py").write_text(module.source)
@@ -170,9 +171,21 @@ class DiskCache:
 
     # ------------------------------------------------------------- inspect
     def entries(self) -> list[Path]:
+        """The complete entries (a temporary folder of an interrupted write is not one)."""
         if not self.root.exists():
             return []
-        return sorted(p.parent for p in self.root.glob("*/*/meta.json"))
+        return sorted(p.parent for p in self.root.glob("*/*/meta.json") if not p.parent.name.startswith("."))
+
+    def _sweep(self, folder: Path) -> None:
+        """Remove temporary folders of writes that were interrupted over an hour ago."""
+        import time
+
+        for stale in folder.glob(".*-*"):
+            try:
+                if stale.is_dir() and time.time() - stale.stat().st_mtime > 3600:
+                    shutil.rmtree(stale, ignore_errors=True)
+            except OSError:
+                pass
 
     def info(self) -> dict:
         """Where the cache is, how many entries it has and how many bytes they take."""
@@ -181,7 +194,7 @@ class DiskCache:
         return {"path": str(self.root), "entries": len(entries), "bytes": size}
 
     def clear(self) -> int:
-        """Remove every entry; return how many there were."""
+        """Remove every entry (and any leftover of an interrupted write); return how many entries there were."""
         count = len(self.entries())
         if self.root.exists():
             shutil.rmtree(self.root, ignore_errors=True)

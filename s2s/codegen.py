@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import ast
 
-import astor
 import gast
+
+from .astutil import ast_source
 
 __all__ = ["module_source", "IMPORTS"]
 
@@ -39,7 +40,7 @@ def module_source(functions: list[gast.FunctionDef], header: str, decorator: str
         if decorator:
             tree.decorator_list = [ast.parse(decorator, mode="eval").body]
         trees.append(tree)
-        parts.append("\n" + astor.to_source(tree))
+        parts.append("\n" + ast_source(tree))
     text = "\n".join(parts)
     return text, _line_map(text, trees)
 

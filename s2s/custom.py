@@ -81,6 +81,9 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         return self.fun(*args)
 
 
+USER_RULES: dict[str, str] = {}  # name → the templates the user registered; part of every cache key
+
+
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = ()) -> None:
     """Register derivative templates for a library function ``fn`` (one without Python source).
 
@@ -93,4 +96,5 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
         >>> round(s2s.grad(np.sinc)(0.5), 6)
         -1.27324
     """
-    _defrule(fn, params, jvp=jvp, vjp=vjp, nondiff=nondiff)
+    rule = _defrule(fn, params, jvp=jvp, vjp=vjp, nondiff=nondiff)
+    USER_RULES[rule.name] = repr((params, jvp, vjp, tuple(nondiff)))

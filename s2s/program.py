@@ -94,6 +94,13 @@ class Program:
                     self.rule_names[rule] = self.function_name(rule)
         return self._names[key]
 
+    def function_of(self, module_name: str):
+        """The user function whose copy is named ``module_name`` (None for lifted or generated names)."""
+        for key, known in self._names.items():
+            if known == module_name and callable(key[0]):
+                return key[0]
+        return None
+
     def transformed_name(self, transformed) -> str:
         """The module-level name under which user code calls an s2s transform (``s2s.grad(f)``)."""
         for key, known in self.transformed.items():

@@ -22,3 +22,34 @@ def test_bench_spine_quick(tmp_path):
     assert "Aims" in result.stdout
     payload = json.loads(out.read_text())
     assert {r["workload"] for r in payload["rows"]} == {"W1", "W2", "W3"}
+
+
+def test_bench_forward_quick(tmp_path):
+    script = SCRIPT.parent / "bench_forward.py"
+    out = tmp_path / "forward.json"
+    result = subprocess.run([sys.executable, str(script), "--quick", "--json", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    assert "Aims" in result.stdout
+    payload = json.loads(out.read_text())
+    assert {r["workload"] for r in payload["rows"]} == {"H1", "H2", "JAC", "HVP"}
+    assert all(ref["fd_ok"] for ref in payload["references"].values())
+    # every tool that ran outside s2s agrees with the analytic reference (s2s rows report their own failures)
+    assert all(r["status"] in ("ok", "skipped") for r in payload["rows"] if r["tool"] != "s2s")
+
+
+def test_bench_batch_quick(tmp_path):
+    script = SCRIPT.parent / "bench_batch.py"
+    out = tmp_path / "batch.json"
+    result = subprocess.run([sys.executable, str(script), "--quick", "--json", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    assert "Aims" in result.stdout and "Allocations" in result.stdout
+    payload = json.loads(out.read_text())
+    assert {r["workload"] for r in payload["rows"]} == {"W4", "W5-jit", "W5-grad"}
+    assert all(ref["fd_ok"] for ref in payload["references"].values())
+    # the hand-written rows, NumPy and JAX agree with the reference (s2s rows report their own failures), and
+    # the hand-written Numba rows allocate what they return: one array, or nothing for the sum
+    assert all(r["status"] in ("ok", "skipped") for r in payload["rows"] if r["tool"] != "s2s")
+    assert {(r["workload"], r["allocations"]) for r in payload["rows"] if r["tool"] == "numba"} <= {
+        ("W4", 1), ("W5-jit", 0), ("W5-grad", 1)}

@@ -262,42 +262,52 @@ class Activity:
         """Other names of ``target``'s memory when ``write`` runs that are read after it.
 
         Reading through one name what was written through another is what an
-        adjoint of views would get wrong; views made after the write are fine.
+        adjoint of views would get wrong; views made after the write are fine,
+        and so is a name bound to other memory before it is read.
         """
         if not hasattr(self, "_order"):
             self._order = _Order(self.fn.node.body)
             for param in self.fn.params:
-                self._order.defs.setdefault(param, []).append((-1, frozenset()))
+                self._order.defs.setdefault(param, []).append((-1, frozenset(), ()))
         order = self._order
-        w_pos, w_loops = order.pos[id(write)], order.loops[id(write)]
+        w_pos, w_loops, w_path = order.pos[id(write)], order.loops[id(write)], order.path[id(write)]
 
-        def fresh_each_iteration(var: str, pos: int, loops) -> bool:
-            """Whether ``var`` is defined again in a loop shared with the write before position ``pos``."""
-            return any(p < pos and (d_loops & loops & w_loops) and p > min(order.pos[lp] for lp in
-                                                                           d_loops & loops & w_loops)
-                       for p, d_loops in order.defs.get(var, ()))
+        def rebound(var: str, lo: int, hi: int) -> bool:
+            """Whether ``var`` is certainly bound anew between positions ``lo`` and ``hi`` before the write."""
+            return any(lo < p < hi and _encloses(path, w_path) for p, _, path in order.defs.get(var, ()))
 
-        def before(stmt) -> bool:
+        def loop_start(loops) -> int:
+            shared = loops & w_loops
+            return max(order.pos[lp] for lp in shared) if shared else -1
+
+        def alias_at_write(a, b, stmt) -> bool:
             pos, loops = order.pos[id(stmt)], order.loops[id(stmt)]
             if pos < w_pos:
-                return True
-            # an alias made later in a shared loop carries over to the next iteration's write,
-            # unless the name is made afresh before the write
-            names = [n.id for n in gast.walk(stmt.targets[0]) if isinstance(n, gast.Name)]
-            return bool(loops & w_loops) and not any(fresh_each_iteration(n, w_pos, loops) for n in names)
+                return not (rebound(a, pos, w_pos) or rebound(b, pos, w_pos))
+            # made later in a shared loop: carried over to the next iteration's write
+            return bool(loops & w_loops) and not (rebound(a, loop_start(loops), w_pos)
+                                                   or rebound(b, loop_start(loops), w_pos))
+
+        def read_after(var: str) -> bool:
+            for p, loops, path in order.reads.get(var, ()):
+                if p > w_pos and not any(w_pos < d < p and _encloses(d_path, path)
+                                         for d, _, d_path in order.defs.get(var, ())):
+                    return True
+                if p < w_pos and loops & w_loops and not any(loop_start(loops) < d < p and _encloses(d_path, path)
+                                                             for d, _, d_path in order.defs.get(var, ())):
+                    return True
+            return False
 
         shared, todo = {target}, [target]
         while todo:
             n = todo.pop()
             for a, b, stmt in self.edges:
-                if n in (a, b) and before(stmt):
+                if n in (a, b) and alias_at_write(a, b, stmt):
                     other = b if n == a else a
                     if other not in shared:
                         shared.add(other)
                         todo.append(other)
-        return {other for other in shared - {target}
-                if any(p > w_pos or (loops & w_loops and not fresh_each_iteration(other, p, loops))
-                       for p, loops in order.reads.get(other, ()))}
+        return {other for other in shared - {target} if read_after(other)}
 
 
 def list_method(value) -> str | None:
@@ -312,20 +322,30 @@ def _writes_element(s) -> bool:
     return isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript)
 
 
+def _encloses(outer: tuple, inner: tuple) -> bool:
+    """Whether a statement with block path ``outer`` runs whenever one with path ``inner`` does
+    (its blocks are a prefix of the other's; a compound statement's own head counts as outside it)."""
+    outer = tuple(p for p in outer if p[1] != "head")
+    return inner[:len(outer)] == outer
+
+
 class _Order:
-    """Pre-order positions and enclosing loops of statements; where each name is defined and read."""
+    """Pre-order positions, enclosing loops and enclosing compound statements of statements;
+    where each name is defined and read (position, loops, enclosing statements)."""
 
     def __init__(self, body):
-        self.pos: dict = {}  # id(statement) → position; for loops also id → position of the header
+        self.pos: dict = {}  # id(statement) → position
         self.loops: dict[int, frozenset] = {}
+        self.path: dict[int, tuple] = {}
         self.defs: dict[str, list] = {}
         self.reads: dict[str, list] = {}
-        self._walk(body, frozenset())
+        self._walk(body, frozenset(), ())
 
-    def _walk(self, body, loops) -> None:
+    def _walk(self, body, loops, path) -> None:
         for s in body:
             here = len(self.pos)
-            self.pos[id(s)], self.loops[id(s)] = here, loops
+            self.pos[id(s)], self.loops[id(s)], self.path[id(s)] = here, loops, path
+            compound = isinstance(s, (gast.For, gast.While, gast.If))
             inner = loops | {id(s)} if isinstance(s, (gast.For, gast.While)) else loops
             heads = [s.test] if isinstance(s, (gast.If, gast.While)) else [s.iter, s.target] \
                 if isinstance(s, gast.For) else [s]
@@ -335,9 +355,12 @@ class _Order:
                         node.value.s2s_shape_only = True
                     if isinstance(node, gast.Name) and not getattr(node, "s2s_shape_only", False):
                         table = self.defs if isinstance(node.ctx, gast.Store) else self.reads
-                        table.setdefault(node.id, []).append((here, inner if isinstance(s, gast.For) else loops))
+                        table.setdefault(node.id, []).append(
+                            (here, inner if isinstance(s, gast.For) else loops,
+                             path + (((id(s), "head"),) if compound else ())))
             for field_name in ("body", "orelse"):
-                self._walk(getattr(s, field_name, None) or [], inner)
+                self._walk(getattr(s, field_name, None) or [], inner,
+                           path + ((id(s), field_name),) if compound else path)
 
 
 def _names_in(node) -> list[str]:

@@ -37,7 +37,7 @@ import copy
 
 import gast
 
-from ..astutil import assign, const, is_atom, located, name, names_read
+from ..astutil import assign, const, is_atom, located, name, names_read, names_written
 
 __all__ = ["normalize"]
 
@@ -48,6 +48,12 @@ def normalize(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Put the body of ``fn`` in A-normal form, in place."""
     fn.body = _ANF(namer, unsupported).block(fn.body) or [gast.Pass()]
     return fn
+
+
+def _self_assignment(s) -> bool:
+    """``v = v``: nothing to compute (and its adjoint would clear ``v``'s)."""
+    return isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+        and isinstance(s.value, gast.Name) and s.targets[0].id == s.value.id
 
 
 def _store(node):
@@ -71,7 +77,7 @@ class _ANF:
         out = []
         for s in stmts:
             self.where = s
-            out += [located(n, s) for n in self.stmt(s)]
+            out += [located(n, s) for n in self.stmt(s) if not _self_assignment(n)]
         return out
 
     def stmt(self, s) -> list:
@@ -176,6 +182,11 @@ class _ANF:
         test = self.atom(s.test, pre)
         body = self.block(s.body) or [gast.Pass()]
         orelse = self.block(s.orelse)
+        if isinstance(test, gast.Name) and test.id in names_written(gast.Module(body=body + orelse, type_ignores=[])):
+            # the branches change the test's variable: keep the value the test saw (the adjoint reads it)
+            tmp = self.namer.temp("_c")
+            pre.append(assign(tmp, test))
+            test = name(tmp)
         self.where = s
         return pre + [gast.If(test=test, body=body, orelse=orelse)]
 
@@ -315,10 +326,12 @@ class _ANF:
         pre.append(assign(result, first))
         for atom, inner in rest:
             body = inner + [assign(result, atom)]
+            test = self.namer.temp()  # the branch overwrites the result: test a copy of it
+            pre.append(assign(test, name(result)))
             if isinstance(expr.op, gast.And):
-                pre.append(gast.If(test=name(result), body=body, orelse=[]))
+                pre.append(gast.If(test=name(test), body=body, orelse=[]))
             else:
-                pre.append(gast.If(test=name(result), body=[gast.Pass()], orelse=body))
+                pre.append(gast.If(test=name(test), body=[gast.Pass()], orelse=body))
         return name(result)
 
     def ifexp(self, expr, pre):

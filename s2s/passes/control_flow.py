@@ -105,7 +105,7 @@ class _Lowering:
     def __init__(self, namer, unsupported):
         self.namer = namer
         self.unsupported = unsupported
-        self.retval: str | None = None
+        self.retval: str | list[str] | None = None
         self.returned: str | None = None
 
     # -------------------------------------------------------------- function
@@ -119,14 +119,21 @@ class _Lowering:
         if not _contains(body, gast.Return, loops=True):
             fn.body = self.block(body, None)
             return
-        self.retval = self.namer.fresh("_retval")
+        lengths = {len(r.value.elts) if isinstance(r.value, gast.Tuple) else None
+                   for r in gast.walk(fn) if isinstance(r, gast.Return)}
+        if len(lengths) == 1 and None not in lengths:  # every return is a tuple of n: keep it a tuple of n
+            self.retval = [self.namer.fresh(f"_retval{k}") for k in range(lengths.pop())]
+        else:
+            self.retval = self.namer.fresh("_retval")
         self.returned = self.namer.fresh("_returned")
         new = self.block(body, None, top=True)
         if self.returned in names_read(gast.Module(body=new, type_ignores=[])):
             new.insert(0, assign(self.returned, const(False)))
         else:  # every return was absorbed into the structure of the branches: no flag needed
             new = _drop_assignments(new, self.returned)
-        fn.body = new + [located(gast.Return(value=name(self.retval)), body[-1])]
+        value = gast.Tuple(elts=[name(v) for v in self.retval], ctx=gast.Load()) \
+            if isinstance(self.retval, list) else name(self.retval)
+        fn.body = new + [located(gast.Return(value=value), body[-1])]
 
     # ----------------------------------------------------------------- blocks
     def _leaves(self, s, loop) -> bool:
@@ -195,7 +202,10 @@ class _Lowering:
 
     def do_return(self, s, loop, top: bool = False) -> list:
         value = s.value if s.value is not None else const(None)
-        out = [located(assign(self.retval, value), s)]
+        if isinstance(self.retval, list):
+            out = [located(assign(v, e), s) for v, e in zip(self.retval, value.elts)]
+        else:
+            out = [located(assign(self.retval, value), s)]
         if not top:
             out.append(located(assign(self.returned, const(True)), s))
         return out

@@ -30,9 +30,9 @@ import re
 import gast
 
 from ..astutil import const, name
-from ..tree_util import TreeDef
+from ..tree_util import TreeDef, tree_flatten
 
-__all__ = ["flatten", "leaf_names"]
+__all__ = ["flatten", "flatten_literal_args", "leaf_names"]
 
 
 def leaf_names(param: str, treedef: TreeDef, namer) -> list[str]:
@@ -59,9 +59,50 @@ class _Tree:
         raise KeyError(field)
 
     def as_expr(self):
+        """The tree as an expression: a leaf's name, or a tuple rebuilt from its leaves (None otherwise)."""
         if self.treedef.kind == "leaf":
             return name(self.leaves[0])
+        if self.treedef.kind == "tuple":
+            elts = [self.child(f).as_expr() for f in self.treedef.fields]
+            if all(e is not None for e in elts):
+                return gast.Tuple(elts=elts, ctx=gast.Load())
         return None
+
+
+def _literal_tree(node):
+    """A value with the structure of a tuple literal ``node`` (its elements as 0.0), or None if not one."""
+    if isinstance(node, gast.Tuple):
+        if any(isinstance(e, gast.Starred) for e in node.elts):
+            return None
+        return tuple(0.0 if _literal_tree(e) is None else _literal_tree(e) for e in node.elts)
+    return None
+
+
+def _literal_leaves(node) -> list:
+    if isinstance(node, gast.Tuple):
+        return [leaf for e in node.elts for leaf in _literal_leaves(e)]
+    return [node]
+
+
+def flatten_literal_args(call: gast.Call, structures: dict | None) -> dict:
+    """Pass the tuple literals among ``call``'s arguments as their elements; return the structures it receives.
+
+    ``f((x, y), z)`` becomes ``f(x, y, z)`` calling the copy of ``f`` whose
+    first parameter is flattened (``structures`` already known are kept).
+    """
+    structures = dict(structures or {})
+    if structures:  # positions already refer to flattened arguments
+        return structures
+    args = []
+    for k, arg in enumerate(call.args):
+        shape = _literal_tree(arg)
+        if shape is None:
+            args.append(arg)
+            continue
+        structures[k] = tree_flatten(shape)[1]
+        args += _literal_leaves(arg)
+    call.args = args
+    return structures
 
 
 def flatten(fn: gast.FunctionDef, structures: dict, namer, src) -> gast.FunctionDef:
@@ -116,8 +157,11 @@ class _Rewrite(gast.NodeTransformer):
                 return base.child(node.attr)
         if isinstance(node, gast.Subscript):
             base = self.tree_of(node.value)
-            if base is not None:
+            if base is not None and base.treedef.kind != "leaf":  # a leaf array's element: the leaf, indexed
                 key = node.slice
+                if isinstance(key, gast.UnaryOp) and isinstance(key.op, gast.USub) \
+                        and isinstance(key.operand, gast.Constant) and isinstance(key.operand.value, int):
+                    key = const(-key.operand.value)
                 if not isinstance(key, gast.Constant):
                     raise self.error("indexing a container argument by a value computed at run time")
                 field = key.value
@@ -145,7 +189,10 @@ class _Rewrite(gast.NodeTransformer):
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.trees:
-            raise self.error(f"using the container argument `{node.id}` as a value")
+            expr = self.trees[node.id].as_expr()
+            if expr is None:
+                raise self.error(f"using the container argument `{node.id}` as a value")
+            return expr
         return node
 
     def _value(self, tree: _Tree):

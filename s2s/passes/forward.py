@@ -119,6 +119,9 @@ class ForwardTransform:
         self.jvp_of_call = jvp_of_call  # (call node, typed, activity) -> (jvp name, active arg indices)
         self.directions = directions  # K in vector mode, else None
         self.body = copy.deepcopy(self.fn.node.body)
+        self.written = {t.value.id for t in gast.walk(self.fn.node)
+                        if isinstance(t, gast.Subscript) and isinstance(t.ctx, gast.Store)
+                        and isinstance(t.value, gast.Name)}
 
     def dot(self, var: str) -> str:
         return self.namer.tangent(var)
@@ -254,6 +257,9 @@ class ForwardTransform:
             if self.directions is not None and not isinstance(self.typed.type_of(value.value.id), types.BaseTuple):
                 index = _prepend_all(index)
             expr = gast.Subscript(value=name(self.dot(value.value.id)), slice=index, ctx=gast.Load())
+            if self.directions is not None and self.typed.ndim(z) == 0 and value.value.id in self.written:
+                # an element's tangent is a view into the array's tangent: copy it, as the primal read copies
+                expr = call(gast.Attribute(value=expr, attr="copy", ctx=gast.Load()))
             expr.s2s_whole = True
             return expr
         if isinstance(value, gast.Tuple):

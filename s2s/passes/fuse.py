@@ -191,8 +191,13 @@ class _Fuser:
             run.reductions.add(target)
 
     def _worth(self, run: _Run) -> bool:
-        """A run pays when it saves at least one array pass: two statements, or a reduction."""
-        return bool(run.inputs) and (len(run.stmts) > 1 or bool(run.reductions))
+        """A run pays when it saves at least one array pass: two statements, or a sum of an expression."""
+        if not run.inputs:
+            return False
+        if len(run.stmts) > 1:
+            return True
+        (s,) = run.stmts
+        return bool(run.reductions) and not isinstance(s.value.args[0], gast.Name)
 
     def emit(self, run: _Run, rest: list) -> list:
         """``if rt.same_shape(inputs): <loop> else: <the run as it was>``."""
@@ -267,7 +272,8 @@ class _Fuser:
             target = gast.Subscript(value=name(flat[v]), slice=name(index), ctx=gast.Store())
             after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
         views = [assign(flat[v], call("rt.flat", name(v))) for v in flat]
-        loop_body = simplify(body + after + [gast.Return(value=None)])[:-1]
+        live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
+        loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
         loop = gast.For(target=name(index, store=True),
                         iter=call("range", gast.Attribute(value=name(first), attr="size", ctx=gast.Load())),
                         body=loop_body, orelse=[], type_comment=None)

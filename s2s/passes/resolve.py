@@ -36,6 +36,7 @@ from ..custom import custom_jvp, custom_vjp
 from ..errors import NoRuleError, S2SError, UnsupportedError
 from ..frontend import MISSING
 from ..rules import canonical_name, lookup
+from .flatten import flatten_literal_args
 
 __all__ = ["resolve", "ARRAY_METHODS", "to_source"]
 
@@ -114,6 +115,9 @@ class _Resolver(gast.NodeTransformer):
         for kw in node.keywords:
             kw.value = self.visit(kw.value)
         if isinstance(func, gast.Name) and func.id in self.program.module_functions():
+            fn = self.program.function_of(func.id)
+            if fn is not None and any(isinstance(a, gast.Tuple) for a in node.args):  # the copy taking leaves
+                node.func = located(self.callee(fn, node), func)
             return node
         if isinstance(func, gast.Call):
             node.func = located(name(self.program.transformed_name(self._transform_value(func))), func)
@@ -136,7 +140,7 @@ class _Resolver(gast.NodeTransformer):
         """How generated code names the called object ``obj`` (``structures``: containers it receives)."""
         obj = getattr(obj, "py_func", obj)
         if isinstance(obj, (custom_jvp, custom_vjp)):
-            return name(self.program.function_name(obj, structures))
+            return name(self.program.function_name(obj, flatten_literal_args(node, structures)))
         if hasattr(obj, "entry_for_types"):  # an s2s transform, called from user code
             return name(self.program.transformed_name(obj))
         rule = lookup(obj)
@@ -147,7 +151,7 @@ class _Resolver(gast.NodeTransformer):
                 spelling = rule.impl
             return dotted(spelling)
         if is_user_function(obj):
-            return name(self.program.function_name(obj, structures))
+            return name(self.program.function_name(obj, flatten_literal_args(node, structures)))
         if structures:
             raise self._unsupported(f"passing a container to `{getattr(obj, '__name__', obj)}`")
         if obj in (range, len, enumerate, zip, print, reversed):

@@ -214,6 +214,15 @@ class ReverseTransform:
             return target.value.id in self.activity.active
         return any(t in self.activity.active for t in _names(target))
 
+    def _selects_many(self, target: gast.Subscript) -> bool:
+        """Whether ``target`` (``y[...]``) selects more than one element of ``y``."""
+        index = target.slice
+        parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        if any(isinstance(p, gast.Slice) or isinstance(p, gast.Constant) and p.value is None
+               or isinstance(p, gast.Name) and self.typed.is_array(p.id) for p in parts):
+            return True
+        return len(parts) < self.typed.ndim(target.value.id)
+
     # ======================================================== contributions
     def contributions(self, s, build: bool = True) -> list[Contribution]:
         """The adjoint additions of the active assignment ``s``."""
@@ -226,8 +235,10 @@ class ReverseTransform:
                 expr = None
                 if build:
                     expr = gast.Subscript(value=name(self.adj(target.value.id)), slice=index, ctx=gast.Load())
-                    if self.typed.is_array(v.id):
+                    if self.typed.is_array(v.id):  # a copy: the selection's adjoint is cleared next
                         expr = call(gast.Attribute(value=expr, attr="copy", ctx=gast.Load()))
+                    if self._selects_many(target):  # the value was broadcast over the selection: sum it back
+                        expr = call("rt.unbroadcast", expr, name(v.id))
                 return [Contribution(v.id, expr)]
             return []
         if isinstance(target, gast.Tuple):

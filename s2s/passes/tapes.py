@@ -7,7 +7,9 @@ counting): a push is ``x_tape[x_top] = x; x_top += 1``, a pop the reverse.
 Before a ``range`` loop the tape grows once to hold every push of the loop
 (``x_tape = rt.reserve(x_tape, x_top + n)``); a push outside any ``range``
 loop (in a ``while`` loop, say) reserves one slot, and the array doubles
-when full.
+when full. A tape that a nested loop also pushes is not reserved by the
+outer loop (the inner reservation may reallocate it); its pushes in the outer
+body reserve one slot each.
 
     >>> import gast
     >>> from s2s.astutil import to_source
@@ -56,25 +58,35 @@ def _pushes_per_iteration(body, tapes) -> dict[str, int]:
         tape = _tape_call(s, "append")
         if tape in tapes:
             counts[tape] = counts.get(tape, 0) + 1
-        if isinstance(s, gast.If):
-            for branch in (s.body, s.orelse):
-                for t, c in _pushes_per_iteration(branch, tapes).items():
-                    counts[t] = max(counts.get(t, 0), c) if t in counts and branch is s.orelse else \
-                        counts.get(t, 0) + c
+        if isinstance(s, gast.If):  # the larger branch
+            body, orelse = _pushes_per_iteration(s.body, tapes), _pushes_per_iteration(s.orelse, tapes)
+            for t in body.keys() | orelse.keys():
+                counts[t] = counts.get(t, 0) + max(body.get(t, 0), orelse.get(t, 0))
     return counts
+
+
+def _pushed_in_loops(body, tapes) -> set[str]:
+    """The tapes pushed inside a loop nested anywhere in ``body``."""
+    found: set[str] = set()
+    for s in body:
+        if isinstance(s, (gast.For, gast.While)):
+            found |= {t for t in tapes if any(_tape_call(n, "append") == t for n in gast.walk(s))}
+        elif isinstance(s, gast.If):
+            found |= _pushed_in_loops(s.body, tapes) | _pushed_in_loops(s.orelse, tapes)
+    return found
 
 
 def _reserve(tape, top, extra):
     return assign(tape, call("rt.reserve", name(tape), gast.BinOp(left=name(top), op=gast.Add(), right=extra)))
 
 
-def _lower(stmts, tapes, covered: bool) -> list:
+def _lower(stmts, tapes, covered: frozenset) -> list:
     out = []
     for s in stmts:
         push, pop = _tape_call(s, "append"), _tape_call(s, "pop")
         if push in tapes:
             top = tapes[push][0]
-            if not covered:
+            if push not in covered:
                 out.append(_reserve(push, top, const(1)))
             target = gast.Subscript(value=name(push), slice=name(top), ctx=gast.Store())
             out.append(gast.Assign(targets=[target], value=s.value.args[0], type_comment=None))
@@ -89,13 +101,15 @@ def _lower(stmts, tapes, covered: bool) -> list:
         if isinstance(s, gast.For) and hasattr(s, "s2s_reserve"):
             args = s.iter.args
             trip = args[0] if len(args) == 1 else call("len", call("range", *args))
-            for tape, count in _pushes_per_iteration(s.body, tapes).items():
+            nested = _pushed_in_loops(s.body, tapes)
+            counts = {t: c for t, c in _pushes_per_iteration(s.body, tapes).items() if t not in nested}
+            for tape, count in counts.items():
                 extra = copy.deepcopy(trip) if count == 1 else gast.BinOp(left=const(count), op=gast.Mult(),
                                                                           right=copy.deepcopy(trip))
                 out.append(_reserve(tape, tapes[tape][0], extra))
-            s.body = _lower(s.body, tapes, True)
+            s.body = _lower(s.body, tapes, frozenset(counts))
         elif isinstance(s, (gast.For, gast.While)):
-            s.body = _lower(s.body, tapes, False)
+            s.body = _lower(s.body, tapes, frozenset())
         elif isinstance(s, gast.If):
             s.body = _lower(s.body, tapes, covered)
             s.orelse = _lower(s.orelse, tapes, covered)
@@ -108,4 +122,4 @@ def lower(body: list, tapes: dict[str, tuple[str, str]]) -> list:
     made = []
     for tape, (top, dtype) in tapes.items():
         made += [assign(tape, call("np.empty", const(0), dotted(dtype))), assign(top, const(0))]
-    return made + _lower(body, tapes, False)
+    return made + _lower(body, tapes, frozenset())

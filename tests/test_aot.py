@@ -1,0 +1,312 @@
+"""Ahead-of-time builds (``s2s build``), run as real processes on real files.
+
+``s2s build FILE.py:F --grad --signature ... -o DIR`` writes
+``DIR/<module>_grad.py``; it is imported here in a separate process in which
+gast, astor, s2s and the user's own module cannot be imported, and its numbers
+are compared with the JIT path (``s2s.grad`` in this process) and with
+central differences. ``--compiled`` gives an extension module that imports
+without Numba (nor s2s_runtime).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import s2s
+
+TIMEOUT = 300
+X = np.array([0.3, -0.7, 1.1, 0.4, -1.6])
+W = 0.7
+
+MODEL = '''\
+import numpy as np
+
+WEIGHTS = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+
+
+def helper(v):
+    return np.sin(v) * 1.5
+
+
+def loss(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i] * x[i] * WEIGHTS[i]
+    return total + np.sum(helper(x))
+
+
+def energy(x, w):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += np.cos(x[i] * w) * x[i]
+    return acc * w + np.sum(x * x * x)
+
+
+def outer(x):
+    e = energy(x, 0.5)
+    return e * e + np.sum(np.sin(x))
+'''
+
+# Import built modules where the compiler cannot be imported, call them, print the results as JSON.
+CALLER = r'''
+import json
+import sys
+
+for blocked in json.loads(sys.argv[2]):
+    sys.modules[blocked] = None
+sys.path.insert(0, sys.argv[1])
+
+import importlib
+
+import numpy as np
+
+for blocked in json.loads(sys.argv[2]):
+    try:
+        importlib.import_module(blocked)
+    except ImportError:
+        pass
+    else:
+        raise SystemExit(f"{blocked} could be imported")
+
+
+def plain(value):
+    if isinstance(value, tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return {"array": value.tolist(), "dtype": value.dtype.name}
+    return {"scalar": float(value), "type": type(value).__name__}
+
+
+out = []
+for call in json.loads(sys.argv[3]):
+    module = importlib.import_module(call["module"])
+    args = [np.array(a, dtype=d) if isinstance(a, list) else a for a, d in zip(call["args"], call["dtypes"])]
+    out.append(plain(getattr(module, call["function"])(*args)))
+    out[-1] = {"result": out[-1], "file": module.__file__}
+loaded = sorted(m for m, v in sys.modules.items() if v is not None and m.split(".")[0] in ("numba", "s2s_runtime"))
+print(json.dumps({"calls": out, "numba": any(m.startswith("numba") for m in loaded)}))
+'''
+
+SOURCE_FREE = ["gast", "astor", "s2s", "model"]
+
+
+def environment(cache: Path) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("S2S_") and k not in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT")}
+    env["S2S_CACHE_DIR"] = str(cache)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def s2s_build(folder: Path, *args) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).with_name("s2s")  # the console script of this Python, if installed
+    command = [str(script)] if script.is_file() and os.access(script, os.X_OK) else [sys.executable, "-m", "s2s"]
+    return subprocess.run(command + ["build", *args], cwd=folder, env=environment(folder / "cache"),
+                          capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def call_built(folder: Path, calls: list[dict], blocked=SOURCE_FREE) -> list:
+    """Call built functions in a fresh process where ``blocked`` modules cannot be imported."""
+    script = folder.parent / "caller.py"
+    script.write_text(CALLER)
+    done = subprocess.run([sys.executable, str(script), str(folder), json.dumps(list(blocked)), json.dumps(calls)],
+                          cwd=folder.parent, env=environment(folder.parent / "cache"), capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, f"the built module failed:\n{done.stdout}\n{done.stderr}"
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    for call in report["calls"]:
+        assert Path(call["file"]).parent == folder, call["file"]
+    return report
+
+
+def call(module, function, *args):
+    dtypes = [str(a.dtype) if isinstance(a, np.ndarray) else "float" for a in args]
+    return {"module": module, "function": function, "dtypes": dtypes,
+            "args": [a.tolist() if isinstance(a, np.ndarray) else a for a in args]}
+
+
+def array(result, dtype="float64") -> np.ndarray:
+    assert isinstance(result, dict) and "array" in result, result
+    assert result["dtype"] == dtype, result
+    return np.array(result["array"])
+
+
+def scalar(result) -> float:
+    assert isinstance(result, dict) and "scalar" in result, result
+    return result["scalar"]
+
+
+def numerical(fn, args, k, eps=1e-6):
+    """Central differences of ``fn`` with respect to argument ``k`` (float64)."""
+    args = [np.array(a, dtype=np.float64) if isinstance(a, np.ndarray) else float(a) for a in args]
+    base = args[k]
+    flat = np.atleast_1d(np.array(base, dtype=np.float64)).ravel()
+    out = np.empty_like(flat)
+    for i in range(flat.size):
+        plus, minus = flat.copy(), flat.copy()
+        plus[i] += eps
+        minus[i] -= eps
+        shape = np.shape(base)
+        hi = [plus.reshape(shape) if j == k else a for j, a in enumerate(args)]
+        lo = [minus.reshape(shape) if j == k else a for j, a in enumerate(args)]
+        if not shape:
+            hi[k], lo[k] = float(plus[0]), float(minus[0])
+        out[i] = (fn(*hi) - fn(*lo)) / (2 * eps)
+    return out.reshape(np.shape(base)) if np.shape(base) else float(out[0])
+
+
+class JitResults(dict):
+    """The JIT path's results in this process (``s2s.grad`` and friends), each compiled at its first use."""
+
+    def __init__(self, module, cache: Path):
+        super().__init__()
+        self.cache = cache
+        self.recipes = {
+            "loss": lambda: s2s.grad(module.loss)(X),
+            "energy": lambda: s2s.grad(module.energy)(X, W),
+            "energy01": lambda: s2s.grad(module.energy, argnums=(0, 1))(X, W),
+            "loss_vg": lambda: s2s.value_and_grad(module.loss)(X),
+        }
+
+    def __missing__(self, name):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("S2S_CACHE_DIR", str(self.cache))  # never the user's cache
+            patch.delenv("S2S_DISK_CACHE", raising=False)
+            self[name] = self.recipes[name]()
+        return self[name]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """model.py in a folder of its own, imported here, with the JIT path's results."""
+    folder = tmp_path_factory.mktemp("aot")
+    path = folder / "model.py"
+    path.write_text(MODEL)
+    spec = importlib.util.spec_from_file_location(f"s2s_aot_model_{folder.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    module.jit = JitResults(module, folder / "jit-cache")
+    module.folder = folder
+    return module
+
+
+def out_dir(model, name: str) -> Path:
+    """A fresh output folder beside model.py (the build runs there; the import does not see model.py)."""
+    out = model.folder / name
+    assert not out.exists()
+    return out
+
+
+def assert_close_to_jit_and_numerical(got, jit, fn, args, k):
+    np.testing.assert_allclose(got, jit, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got, numerical(fn, args, k), rtol=1e-6, atol=1e-8)
+
+
+# ----------------------------------------------------------------------- python module
+def test_build_several_functions_and_signatures_imports_without_s2s(model):
+    out = out_dir(model, "several")
+    done = s2s_build(model.folder, "model.py:loss", "model.py:loss", "model.py:energy", "--grad",
+                     "--signature", "f8[:]", "--signature", "f4[:]", "--signature", "f8[:], f8", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(out / "model_grad.py")]
+    assert "[3/3] grad of model.energy" in done.stderr  # progress goes to stderr
+    source = (out / "model_grad.py").read_text()
+    imports = {line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from "))}
+    assert imports <= {"os", "math", "operator", "numba", "numpy", "s2s_runtime"}, imports
+
+    x32 = X.astype(np.float32)
+    report = call_built(out, [call("model_grad", "loss", X), call("model_grad", "loss", x32),
+                              call("model_grad", "energy", X, W)])
+    loss64, loss32, energy = (c["result"] for c in report["calls"])
+    assert_close_to_jit_and_numerical(array(loss64), model.jit["loss"], model.loss, (X,), 0)
+    np.testing.assert_allclose(array(loss32, "float32"), numerical(model.loss, (X,), 0), rtol=1e-4, atol=1e-4)
+    assert_close_to_jit_and_numerical(array(energy), model.jit["energy"], model.energy, (X, W), 0)
+
+
+def test_build_from_config_file(model):
+    out = out_dir(model, "config")
+    config = model.folder / "entries.json"
+    config.write_text(json.dumps({"entries": [
+        {"function": "model.py:loss", "transform": "value-and-grad", "signature": "f8[:]"},
+        {"function": "model.py:energy", "transform": "grad", "signature": "f8[:], f8", "argnums": "0,1"},
+        {"function": "model.py:loss", "transform": "grad", "signature": "f8[:]"},
+    ]}))
+    done = s2s_build(model.folder, "--config", str(config), "-o", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # --quiet: no progress lines
+    assert sorted(done.stdout.split()) == sorted([str(out / "model_grad.py"), str(out / "model_value_and_grad.py")])
+
+    report = call_built(out, [call("model_value_and_grad", "loss", X), call("model_grad", "energy", X, W),
+                              call("model_grad", "loss", X)])
+    value_and_grad, energy, loss = (c["result"] for c in report["calls"])
+    value, grad = value_and_grad
+    assert scalar(value) == pytest.approx(model.loss(X), rel=1e-12)
+    assert scalar(value) == pytest.approx(model.jit["loss_vg"][0], rel=1e-12)
+    assert_close_to_jit_and_numerical(array(grad), model.jit["loss_vg"][1], model.loss, (X,), 0)
+    gx, gw = energy
+    assert_close_to_jit_and_numerical(array(gx), model.jit["energy01"][0], model.energy, (X, W), 0)
+    assert_close_to_jit_and_numerical(scalar(gw), model.jit["energy01"][1], model.energy, (X, W), 1)
+    assert_close_to_jit_and_numerical(array(loss), model.jit["loss"], model.loss, (X,), 0)
+
+
+def test_build_a_function_together_with_one_it_calls(model):
+    out = out_dir(model, "caller-and-callee")
+    done = s2s_build(model.folder, "model.py:outer", "model.py:energy", "--grad", "--signature", "f8[:]",
+                     "--signature", "f8[:], f8", "-o", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    report = call_built(out, [call("model_grad", "outer", X), call("model_grad", "energy", X, W)])
+    outer, energy = (c["result"] for c in report["calls"])
+    np.testing.assert_allclose(array(outer), numerical(model.outer, (X,), 0), rtol=1e-6)
+    np.testing.assert_allclose(array(energy), model.jit["energy"], rtol=1e-10)
+
+
+# ----------------------------------------------------------------------- --compiled
+def _need_a_c_compiler():
+    if not any(shutil.which(c) for c in (os.environ.get("CC", "cc"), "cc", "gcc", "clang")):
+        pytest.skip("no C compiler (cc, gcc or clang) on PATH: numba.pycc cannot build an extension module")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import numba.pycc  # noqa: F401
+    except Exception as exc:  # numba.pycc is deprecated upstream and needs setuptools
+        pytest.skip(f"numba.pycc cannot be imported here: {exc}")
+
+
+def test_compiled_extension_imports_without_numba(model):
+    _need_a_c_compiler()
+    out = out_dir(model, "compiled")
+    done = s2s_build(model.folder, "model.py:loss", "model.py:energy", "--grad", "--signature", "f8[:]",
+                     "--signature", "f8[:], f8", "-o", str(out), "--compiled", "--quiet")
+    assert done.returncode == 0, done.stderr
+    (written,) = done.stdout.split()
+    assert Path(written).parent == out and Path(written).name.startswith("model_grad.")
+    assert Path(written).suffix in (".so", ".pyd") and Path(written).is_file()
+    assert not (out / "model_grad.py").exists()
+
+    blocked = SOURCE_FREE + ["numba", "s2s_runtime"]
+    report = call_built(out, [call("model_grad", "loss", X), call("model_grad", "energy", X, W)], blocked)
+    assert report["numba"] is False
+    loss, energy = (c["result"] for c in report["calls"])
+    assert_close_to_jit_and_numerical(array(loss), model.jit["loss"], model.loss, (X,), 0)
+    assert_close_to_jit_and_numerical(array(energy), model.jit["energy"], model.energy, (X, W), 0)
+
+
+def test_compiled_build_takes_one_signature_per_function(model):
+    out = out_dir(model, "compiled-two-signatures")
+    done = s2s_build(model.folder, "model.py:loss", "model.py:loss", "--grad", "--signature", "f8[:]",
+                     "--signature", "f4[:]", "-o", str(out), "--compiled", "--quiet")
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("s2s build: error:") and "one signature" in lines[0], lines

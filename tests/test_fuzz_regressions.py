@@ -1,0 +1,333 @@
+"""Bugs found by the differential fuzzer (``tests/test_fuzz.py``), each pinned as a small fixed program.
+
+Every program here is the fuzzer's shrunk failing program, simplified by
+hand. Each test is ``xfail(strict=True)`` while its bug is open: once the
+bug is fixed the test passes, ``strict`` turns that into a failure, and the
+``xfail`` marker should be removed (and the bug's entry in
+``test_fuzz.KNOWN_BUGS`` with it). The tests without a marker pin bugs that
+are fixed already.
+
+The reference is always the function run in Python (values) and central
+finite differences in float64 (derivatives), never s2s itself.
+"""
+
+import numpy as np
+import pytest
+
+import s2s
+from s2s.check import numerical_grad
+
+X = np.array([0.3, -0.5, 0.7, 0.2])
+
+
+def assert_grad_matches(fn, args, argnums, target="cpu"):
+    got = s2s.grad(fn, argnums=argnums, target=target)(*args)
+    for g, k in zip(got, argnums):
+        np.testing.assert_allclose(g, numerical_grad(fn, args, k), rtol=1e-6, atol=1e-8,
+                                   err_msg=f"gradient of argument {k} (target={target})")
+
+
+def assert_jvp_matches(fn, args, tangents):
+    out, tangent = s2s.jvp(fn, args, tangents)
+    np.testing.assert_allclose(out, fn(*args), rtol=1e-12, err_msg="jvp's value")
+    expected = sum(float(np.sum(numerical_grad(fn, args, k) * t)) for k, t in enumerate(tangents) if t is not None)
+    np.testing.assert_allclose(tangent, expected, rtol=1e-6, atol=1e-8, err_msg="jvp's tangent")
+
+
+# --------------------------------------------------------------------------- a return nested in two ifs is lost
+
+
+def nested_return(a):
+    if a < 1.0:
+        if a < 0.5:
+            return 2.0 * a
+    return 3.0 * a
+
+
+def return_in_elif(a):
+    if a > 1.0:
+        a = a * 1.0
+    elif a < 0.5:
+        return 2.0 * a
+    return 3.0 * a
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "grad-python", "jvp"])
+@pytest.mark.parametrize("fn", [nested_return, return_in_elif])
+def test_return_nested_in_two_ifs(fn, transform):
+    """A `return` in an `if` nested in an `if` (or in an `elif`) was lost: the code after the outer
+    `if` overwrote the returned value (jit, grad and jvp computed 3a). Found by the fuzzer; fixed in bfde610."""
+    a = 0.2                                           # the inner return is taken: f(a) = 2a
+    assert fn(a) == 0.4
+    if transform == "jit":
+        assert s2s.jit(fn)(a) == pytest.approx(0.4)
+    elif transform == "jvp":
+        assert s2s.jvp(fn, (a,), (1.0,)) == pytest.approx((0.4, 2.0))
+    else:
+        target = "python" if transform == "grad-python" else "cpu"
+        assert s2s.grad(fn, target=target)(a) == pytest.approx(2.0)
+
+
+# --------------------------------------------------------------------------- a loop with `break` and no active body
+
+
+def break_with_inactive_body(x, s, n):
+    for _ in range(n):
+        if s < 0.75:
+            break
+    return s + s
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_break_in_loop_without_active_statements(target):
+    """A loop with `break` and no active statement: the reverse sweep replayed a trip count `_n1`
+    that the forward sweep never defined (NotDefinedError). Found by the fuzzer; fixed in bfde610."""
+    assert_grad_matches(break_with_inactive_body, (X, 0.4, 3), (0, 1), target)
+
+
+# --------------------------------------------------------------------------- a constant subexpression in a branch
+
+
+def constant_product_in_branch(x, s, n):
+    if 0.5 >= s:
+        t = x[0] * (2.0 * 2.0)
+    else:
+        t = x[1]
+    return t
+
+
+def constant_in_max_in_branch(x, s, n):
+    return max(x[0], 2.0 * 2.0) if 0.5 >= s else x[1]
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [constant_product_in_branch, constant_in_max_in_branch])
+def test_constant_subexpression_in_branch(fn, target):
+    """`2.0 * 2.0` in a branch was folded in the forward sweep while the adjoint still read its
+    temporary (NameError: name '_t3' is not defined). Found by the fuzzer; fixed in bfde610."""
+    assert_grad_matches(fn, (np.array([4.5, -0.5, 0.7, 0.2]), 0.4, 3), (0,), target)
+
+
+# --------------------------------------------------------------------------- np.maximum in one arm of a branch
+
+
+def maximum_in_branch(x, s, n):
+    return np.maximum(x[0], 4.0) if 0.5 >= s else x[0]
+
+
+def maximum_in_if_statement(x, s, n):
+    if s < 0.5:
+        t = np.minimum(x[0], 0.1)
+    else:
+        t = x[1]
+    return t * s
+
+
+@pytest.mark.parametrize("fn", [maximum_in_branch, maximum_in_if_statement])
+def test_jvp_of_scalar_maximum_in_a_branch(fn):
+    """The tangent of scalar np.maximum/np.minimum was np.where(...), a 0-d array that Numba could not
+    unify with the float tangent of the other branch. Found by the fuzzer; fixed in bfde610."""
+    assert_jvp_matches(fn, (np.array([4.5, -0.5, 0.7, 0.2]), 0.4, 3), (np.ones(4), 1.0, None))
+
+
+# ----------------------------------------------------------------- element writes in a loop, then a slice write
+
+
+def element_writes_then_slice_write(x, s, n):
+    y = np.zeros(4)
+    for i in range(n):
+        y[i] = s * x[i]
+    y[1:3] += x[0:2] * s
+    return np.sum(y * y)
+
+
+def test_element_writes_in_loop_then_slice_write():
+    """The tape saving overwritten elements of `y` (float64, from the loop) then received the slice
+    `y[1:3]` (Numba: list(float64).append(array)). Found by the fuzzer; fixed in bfde610."""
+    assert_grad_matches(element_writes_then_slice_write, (X, 0.4, 3), (0, 1))
+
+
+# --------------------------------------------------------------------------- a parameter overwritten by a constant
+
+
+def parameter_overwritten_by_constant(x, s, n):
+    s = -1.5
+    if x[0] > 0.0:
+        t = x[1] * s
+    else:
+        t = x[2]
+    return t + s
+
+
+@pytest.mark.xfail(strict=True, reason="a float parameter overwritten by a constant before a branch: its adjoint "
+                                       "`s_adj` is returned but never defined (Numba NotDefinedError / "
+                                       "UnboundLocalError); the gradient should be 0")
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_parameter_overwritten_by_constant_before_a_branch(target):
+    gx, gs = s2s.grad(parameter_overwritten_by_constant, argnums=(0, 1), target=target)(X, 0.4, 3)
+    np.testing.assert_allclose(gx, [0.0, -1.5, 0.0, 0.0])
+    assert gs == 0.0
+
+
+# --------------------------------------------------------------------------- a scalar assigned to a slice
+
+
+def scalar_expression_to_slice(x, s, n):
+    y = np.copy(x)
+    y[1:3] = s * x[1]
+    return np.sum(y * y)
+
+
+def scalar_parameter_to_slice(x, s, n):
+    y = np.zeros(4)
+    y[1:3] = s
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [scalar_expression_to_slice, scalar_parameter_to_slice])
+def test_scalar_assigned_to_a_slice(fn, target):
+    assert_grad_matches(fn, (X, 0.4, 3), (0, 1), target)
+
+
+# --------------------------------------------------------------------------- python target: adjoint of min/max of -s
+
+
+def minimum_with_negated_argument(x, s, n):
+    return np.minimum(x[0], -s) + max(x[1], -s)
+
+
+@pytest.mark.xfail(strict=True, reason="target='python': the adjoint of np.minimum/np.maximum/min/max with a "
+                                       "negated argument negates a NumPy bool (`-(x[0] <= -s)`), a TypeError in "
+                                       "NumPy ('The numpy boolean negative ... is not supported'); Numba accepts it")
+def test_python_target_min_max_of_negated_argument():
+    assert_grad_matches(minimum_with_negated_argument, (X, 0.4, 3), (0, 1), target="python")
+
+
+# --------------------------------------------------------------------------- a fused sum whose terms the adjoint reads
+
+
+def sum_of_cos_times_scale(x, s, n):
+    return np.sum(np.cos(x)) * s
+
+
+def sum_of_cos_squared(x, s, n):
+    t = np.sum(np.cos(x)) * s
+    return t * t
+
+
+@pytest.mark.parametrize("fn", [sum_of_cos_times_scale, sum_of_cos_squared])
+def test_fused_sum_of_an_elementwise_result_the_adjoint_reads(fn):
+    assert_grad_matches(fn, (X, 0.4, 3), (0, 1))
+
+
+# --------------------------------------------------------------------------- `and` / `or` in a loop
+
+
+def or_in_loop(x, s, n):
+    t = s
+    for i in range(n):
+        if (s > 0.75) or (x[i] >= s):
+            t = t * x[i]
+    return t
+
+
+def and_in_loop(x, s, n):
+    t = s
+    for i in range(n):
+        if (s < 0.75) and (x[i] >= s):
+            t = t * x[i]
+    return t
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [or_in_loop, and_in_loop])
+def test_boolean_operator_in_a_loop(fn, target):
+    assert_grad_matches(fn, (X, 0.4, 3), (0, 1), target)
+
+
+# ------------------------------------------------------------------ slice writes and slice reads in two branches
+
+
+def slice_write_and_slice_read_in_branches(x, s, n):
+    y0 = np.zeros(4)
+    for _ in range(n):
+        if x[0] > s:
+            y0[0:1] -= x[1] * s
+        else:
+            y0[-1] *= np.sum(y0[0:4]) + x[2]
+    return np.sum(y0)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_slice_write_and_slice_read_in_two_branches(target):
+    """At bfde610 every transform rejected this program: "writing into `y0` while `_t8`, which shares its memory,
+    is read later is not supported" (the view `y0[0:4]` of the other branch). Found by the fuzzer; the working
+    tree after fb00fc5 accepts it."""
+    for s in (0.4, -0.4):                              # both branches
+        assert_grad_matches(slice_write_and_slice_read_in_branches, (X, s, 3), (0, 1), target)
+        assert_jvp_matches(slice_write_and_slice_read_in_branches, (X, s, 3), (np.ones(4), 1.0, None))
+
+
+# --------------------------------------------------------------------------- `v = v`
+
+
+def self_assignment_of_parameter(x, s, n):
+    s = s
+    return x[0] * s
+
+
+def self_assignment_of_local(x, s, n):
+    t = x[1] * s
+    t = t
+    return t
+
+
+def self_assignment_of_array(x, s, n):
+    x = x
+    return x[0] * s
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [self_assignment_of_parameter, self_assignment_of_local, self_assignment_of_array])
+def test_self_assignment(fn, target):
+    assert_grad_matches(fn, (X, 0.4, 3), (0, 1), target)
+
+
+# --------------------------------------------------------------------------- jvp: a constant argument reassigned
+
+
+def helper_reassigning_its_parameter(p, q):
+    t = p * q
+    q = p * 2.0
+    return t + q
+
+
+def constant_argument_reassigned(x, s, n):
+    return helper_reassigning_its_parameter(x[0], 0.5)
+
+
+@pytest.mark.xfail(strict=True, reason="jvp: a helper called with a constant for `q` takes no `q_dot`, but `q` is "
+                                       "active because it is reassigned later, so `t_dot = p_dot * q + p * q_dot` "
+                                       "reads `q_dot` before it exists (Numba NotDefinedError: Variable 'q_dot' "
+                                       "is not defined)")
+def test_jvp_of_a_helper_reassigning_a_constant_parameter():
+    assert_jvp_matches(constant_argument_reassigned, (X, 0.4, 3), (np.ones(4), 1.0, None))
+
+
+# --------------------------------------------------------------------------- (-0.5) ** 2
+
+
+def power_of_negative_constant(x, s, n):
+    return (-0.5) ** 2 * s + np.sin((-1.5) ** 2) * x[0]
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "grad-python", "jvp"])
+def test_power_of_a_negative_constant(transform):
+    args = (X, 0.4, 3)
+    if transform == "jit":
+        assert s2s.jit(power_of_negative_constant)(*args) == pytest.approx(power_of_negative_constant(*args))
+    elif transform == "jvp":
+        assert_jvp_matches(power_of_negative_constant, args, (np.ones(4), 1.0, None))
+    else:
+        assert_grad_matches(power_of_negative_constant, args, (0, 1), "python" if transform == "grad-python" else "cpu")
