@@ -172,7 +172,7 @@ class Builder:
                 _numpy_inplace(node)
             node.body = simplify.simplify(node.body, generator.pure)
             if f is root and self.transform == "jit" and self.fuse:
-                node.body = fuse.fuse(node.body, typed.typemap, copy.deepcopy(f.namer))
+                node.body = _fuse_primal(node.body, typed, copy.deepcopy(f.namer))
             primals.append(node)
         functions = primals + generator.functions
         indexes = any(isinstance(n, gast.Subscript) for f in program.functions.values() for n in gast.walk(f.node))
@@ -220,6 +220,22 @@ class Builder:
                    and isinstance(o.dtype, (types.Float, types.Integer)) for o in outs):
             raise InputError(f"{self.transform} needs {root.src.name} to return a float scalar or array; "
                              f"it returns {out}")
+
+
+def _fuse_primal(body: list, typed: Typed, namer: Namer) -> list:
+    """``body`` fused; ``return np.sum(e)`` is fused too (as ``_result = np.sum(e); return _result``)."""
+    last = body[-1] if body else None
+    if not (isinstance(last, gast.Return) and last.value is not None
+            and not isinstance(last.value, (gast.Name, gast.Constant))):
+        return fuse.fuse(body, typed.typemap, namer)
+    result = namer.fresh("_result")
+    typemap = {**typed.typemap, result: typed.return_type}
+    split = body[:-1] + [assign(result, last.value), gast.Return(value=name(result))]
+    loops = sum(isinstance(n, gast.For) for s in body for n in gast.walk(s))
+    fused = fuse.fuse(split, typemap, namer)
+    if sum(isinstance(n, gast.For) for s in fused for n in gast.walk(s)) > loops:
+        return fused
+    return fuse.fuse(body, typed.typemap, namer)
 
 
 def _numpy_inplace(fn: gast.FunctionDef) -> None:

@@ -93,9 +93,6 @@ def test_fused_grad_allocates_only_what_it_returns(nrt_stats):
     np.testing.assert_allclose(g, 2 * (p - t), rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="s2s.jit does not fuse `return np.sum(expr)`: the fusion pass only "
-                   "fuses sums assigned to a name (`s = np.sum(...)`), and jit does not normalise the returned "
-                   "expression into one, so Numba evaluates `(p - t) ** 2` into a temporary (1 allocation)")
 def test_fused_jit_allocates_nothing(nrt_stats):
     p, t = vectors()
     allocations, live, live_after, value = count(s2s.jit(sq_loss), p, t)
@@ -104,7 +101,6 @@ def test_fused_jit_allocates_nothing(nrt_stats):
     assert value == pytest.approx(np.sum((p - t) ** 2), rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="s2s.jit does not fuse `return np.sum(expr)` (see above)")
 def test_fused_jit_lambda_allocates_nothing(nrt_stats):
     p, t = vectors()
     allocations, _, _, _ = count(s2s.jit(lambda p, t: np.sum((p - t) ** 2)), p, t)
@@ -138,7 +134,6 @@ def test_grad_source_shows_one_guarded_loop():
     assert "rt.same_shape(p, t)" in src, src
 
 
-@pytest.mark.xfail(strict=True, reason="s2s.jit does not fuse `return np.sum(expr)` (see above)")
 def test_jit_source_shows_a_loop():
     p, t = vectors(5)
     src = s2s.source(s2s.jit(sq_loss), p, t)

@@ -159,9 +159,6 @@ def parameter_overwritten_by_constant(x, s, n):
     return t + s
 
 
-@pytest.mark.xfail(strict=True, reason="a float parameter overwritten by a constant before a branch: its adjoint "
-                                       "`s_adj` is returned but never defined (Numba NotDefinedError / "
-                                       "UnboundLocalError); the gradient should be 0")
 @pytest.mark.parametrize("target", ["cpu", "python"])
 def test_parameter_overwritten_by_constant_before_a_branch(target):
     gx, gs = s2s.grad(parameter_overwritten_by_constant, argnums=(0, 1), target=target)(X, 0.4, 3)
@@ -197,9 +194,6 @@ def minimum_with_negated_argument(x, s, n):
     return np.minimum(x[0], -s) + max(x[1], -s)
 
 
-@pytest.mark.xfail(strict=True, reason="target='python': the adjoint of np.minimum/np.maximum/min/max with a "
-                                       "negated argument negates a NumPy bool (`-(x[0] <= -s)`), a TypeError in "
-                                       "NumPy ('The numpy boolean negative ... is not supported'); Numba accepts it")
 def test_python_target_min_max_of_negated_argument():
     assert_grad_matches(minimum_with_negated_argument, (X, 0.4, 3), (0, 1), target="python")
 
@@ -307,10 +301,6 @@ def constant_argument_reassigned(x, s, n):
     return helper_reassigning_its_parameter(x[0], 0.5)
 
 
-@pytest.mark.xfail(strict=True, reason="jvp: a helper called with a constant for `q` takes no `q_dot`, but `q` is "
-                                       "active because it is reassigned later, so `t_dot = p_dot * q + p * q_dot` "
-                                       "reads `q_dot` before it exists (Numba NotDefinedError: Variable 'q_dot' "
-                                       "is not defined)")
 def test_jvp_of_a_helper_reassigning_a_constant_parameter():
     assert_jvp_matches(constant_argument_reassigned, (X, 0.4, 3), (np.ones(4), 1.0, None))
 

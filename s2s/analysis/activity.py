@@ -121,7 +121,8 @@ class Activity:
         self.edges: list = []  # (name, name, statement making them share memory)
         self.inplace: list = []
         self._collect(self.fn.node.body)
-        self.varied = {p for p in active_params if typed.is_float(p)}
+        self.seeds = {p for p in active_params if typed.is_float(p)}  # parameters given a derivative
+        self.varied = set(self.seeds)
         if outputs is None:
             ret = self.fn.node.body[-1]
             outputs = _atoms(ret.value) if isinstance(ret, gast.Return) else []

@@ -161,7 +161,10 @@ class ForwardTransform:
     # ------------------------------------------------------------------ build
     def build(self) -> list:
         """The body with tangent statements; the last statement returns value and tangent."""
-        body = self.block(self.body[:-1])
+        # a parameter without a tangent that becomes active when reassigned starts from a zero tangent
+        zeros = [assign(self.dot(p), self.zero_of(p)) for p in self.fn.params
+                 if p in self.activity.active and p not in self.activity.seeds]
+        body = zeros + self.block(self.body[:-1])
         ret = self.body[-1].value
         return body, ret
 

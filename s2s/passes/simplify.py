@@ -56,12 +56,15 @@ class _Fold(gast.NodeTransformer):
         if isinstance(node.op, gast.Pow) and isinstance(right, gast.Constant) and right.value == 1 \
                 and type(right.value) is int:
             return left
-        if isinstance(node.op, gast.Mult):
-            if _is_one(left) and not isinstance(right, gast.Constant):
+        if isinstance(node.op, gast.Mult):  # 1.0 * e is e, unless e is a bool that 1.0 * makes a float
+            if _is_one(left) and not isinstance(right, (gast.Constant, *_BOOLEAN)):
                 return right
-            if _is_one(right) and not isinstance(left, gast.Constant):
+            if _is_one(right) and not isinstance(left, (gast.Constant, *_BOOLEAN)):
                 return left
         return node
+
+
+_BOOLEAN = (gast.Compare, gast.BoolOp)
 
 
 def _is_one(node) -> bool:
@@ -334,6 +337,8 @@ def _dead(block, live_after: set[str], counts) -> bool:
                 inner = getattr(s, field_name, None) or []
                 changed |= _dead_everywhere(inner, counts)
         live |= set(_loads(s))
+        live |= {n.target.id for n in gast.walk(s) if isinstance(n, gast.AugAssign)  # `v += e` reads v
+                 and isinstance(n.target, gast.Name)}
     return changed
 
 

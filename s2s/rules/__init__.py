@@ -159,3 +159,12 @@ def template(text: str) -> gast.expr:
 @functools.cache
 def _load_tables() -> None:
     from . import builtin_rules, math_rules, numpy_rules, operator_rules, runtime_rules  # noqa: F401
+
+    import s2s_runtime
+
+    # generated code calls the runtime's spelling of a NumPy function (``rt.sum`` for ``np.sum`` with an
+    # axis): differentiating that code again uses the NumPy function's rule
+    for rule in list(_RULES.values()):
+        if rule is not None and rule.impl and rule.impl.startswith("rt."):
+            impl = getattr(s2s_runtime, rule.impl[3:])
+            _RULES.setdefault(impl, rule)
