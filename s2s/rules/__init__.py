@@ -158,9 +158,9 @@ def template(text: str) -> gast.expr:
 
 @functools.cache
 def _load_tables() -> None:
-    from . import builtin_rules, math_rules, numpy_rules, operator_rules, runtime_rules  # noqa: F401
-
     import s2s_runtime
+
+    from . import builtin_rules, math_rules, numpy_rules, operator_rules, runtime_rules  # noqa: F401
 
     # generated code calls the runtime's spelling of a NumPy function (``rt.sum`` for ``np.sum`` with an
     # axis): differentiating that code again uses the NumPy function's rule
