@@ -258,7 +258,7 @@ class Transformed:
             where = frames[-1] if frames else None
             line = where.line if where else ""
             involved = [n for n in names if re.search(rf"\b{re.escape(n)}\b", line or "")]
-            shapes = ", ".join(f"`{n}` has shape {np.shape(values[names.index(n)])}" for n in involved)
+            shapes = ", ".join(f"`{n}` {_describe(values[names.index(n)])}" for n in involved)
             message = (f"{self.__name__} fails on these arguments: {type(original).__name__}: {original}"
                        + (f" ({shapes})" if shapes else ""))
             return InputError(message, where.filename if where else None, where.lineno if where else None, line)
@@ -268,6 +268,14 @@ class Transformed:
         """The generated module for these example arguments, as Python source."""
         values, _ = self.arguments(args, kwargs)
         return self.entry(values).module.source
+
+
+def _describe(value) -> str:
+    """``has shape (3,)`` for an array or a number; ``is a tuple of 2 leaves of shapes ...`` for a container."""
+    leaves, treedef = tree_flatten(value)
+    if treedef.kind == "leaf":
+        return f"has shape {np.shape(value)}"
+    return f"is a {treedef.kind} of leaves of shapes {', '.join(str(np.shape(leaf)) for leaf in leaves)}"
 
 
 def _cast(g, like):
@@ -337,6 +345,12 @@ def _is_float(value) -> bool:
     return isinstance(value, (float, np.floating)) or isinstance(value, np.ndarray) and value.dtype.kind == "f"
 
 
+def _is_float_tree(value) -> bool:
+    """A float, a float array, or a container whose leaves all are."""
+    leaves, _ = tree_flatten(value)
+    return bool(leaves) and all(_is_float(leaf) for leaf in leaves)
+
+
 _shared: dict = {}
 
 
@@ -398,7 +412,7 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
     >>> pullback(np.array([1.0, 10.0]))
     (array([ 2., 20.]),)
     """
-    floats = tuple(k for k, p in enumerate(primals) if _is_float(p))
+    floats = tuple(k for k, p in enumerate(primals) if _is_float_tree(p))
     if not floats:
         raise InputError("vjp needs at least one float argument")
     t = _transformed(fn, "vjp", floats, has_aux, target)
@@ -410,8 +424,17 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
     def pullback(ct):
         ct = _like(ct, out, "the cotangent")
         value, grads = t.run(values, names, (ct,))
-        grads = dict(zip(floats, grads))
-        return tuple(_cast(grads[k], values[k]) if k in grads else None for k in range(len(values)))
+        flat = iter(grads)  # one cotangent per leaf of each float argument, in order
+        cotangents = []
+        for k, v in enumerate(values):
+            leaves, treedef = tree_flatten(v)
+            if k not in floats:
+                cotangents.append(None)
+            elif treedef.kind == "leaf":
+                cotangents.append(_cast(next(flat), v))
+            else:
+                cotangents.append(tree_unflatten(treedef, [_cast(next(flat), leaf) for leaf in leaves]))
+        return tuple(cotangents)
 
     return (out, pullback, result[1]) if has_aux else (out, pullback)
 
@@ -475,7 +498,7 @@ def jvp(fn, primals: tuple, tangents: tuple, has_aux: bool = False, target: str 
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise InputError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
-    floats = tuple(k for k, p in enumerate(primals) if _is_float(p))
+    floats = tuple(k for k, p in enumerate(primals) if _is_float_tree(p))
     if not floats:
         raise InputError("jvp needs at least one float argument")
     t = _transformed(fn, "jvp", floats, has_aux, target)
@@ -483,8 +506,20 @@ def jvp(fn, primals: tuple, tangents: tuple, has_aux: bool = False, target: str 
     for k, d in enumerate(tangents):
         if k not in floats and d is not None and np.any(np.asarray(d) != 0):
             raise InputError(f"the tangent of integer argument `{names[k]}` (position {k}) must be zero or None")
-    dots = tuple(_like(tangents[k], values[k], f"the tangent of `{names[k]}` (position {k})") for k in floats)
-    return t.run(values, names, dots)
+    dots = []
+    for k in floats:
+        what = f"the tangent of `{names[k]}` (position {k})"
+        leaves, treedef = tree_flatten(values[k])
+        if treedef.kind == "leaf":
+            dots.append(_like(tangents[k], values[k], what))
+            continue
+        tangent_leaves, tangent_tree = tree_flatten(tangents[k]) if tangents[k] is not None \
+            else ([None] * len(leaves), treedef)
+        if tangent_tree != treedef:
+            raise InputError(f"{what} is a {tangent_tree.kind} of {tangent_tree.num_leaves} leaves, but the primal "
+                             f"is a {treedef.kind} of {treedef.num_leaves}: give the tangent the primal's structure")
+        dots += [_like(d, leaf, f"{what}, leaf {j}") for j, (d, leaf) in enumerate(zip(tangent_leaves, leaves))]
+    return t.run(values, names, tuple(dots))
 
 
 def linearize(fn, *primals, target: str = "cpu"):
