@@ -100,3 +100,34 @@ def test_or_and_in_one_loop_reserve_enough_tape():
         gx, gs = s2s.grad(either_side, argnums=(0, 1))(x, s)
         np.testing.assert_allclose(gx, numerical_grad(either_side, (x, s), 0), rtol=1e-7, atol=1e-9)
         assert gs == pytest.approx(numerical_grad(either_side, (x, s), 1), rel=1e-7)
+
+
+def rotation(t):
+    return np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+
+
+def rotated_sum(t):
+    return np.sum(rotation(t) @ np.array([1.0, 2.0]))
+
+
+def test_two_dimensional_array_literal():
+    """`np.array([[...], [...]])` did not compile, even under jit."""
+    np.testing.assert_allclose(s2s.jit(rotation)(0.5), rotation(0.5))
+    assert s2s.grad(rotated_sum)(0.5) == pytest.approx(numerical_grad(rotated_sum, (0.5,), 0), rel=1e-7)
+    np.testing.assert_allclose(s2s.jacfwd(rotation)(0.5), [[-np.sin(0.5), -np.cos(0.5)], [np.cos(0.5), -np.sin(0.5)]])
+
+
+def pair(x):
+    return x[0] * x[1], x[0] + x[1]
+
+
+def pick(x, k):
+    t = pair(x)
+    return t[k]
+
+
+def test_tuple_indexed_at_run_time_is_a_clear_error():
+    """The generated gradient failed to compile (a Numba TypingError); now it is an s2s error at the line."""
+    with pytest.raises(s2s.UnsupportedError, match="indexing a tuple") as info:
+        s2s.grad(pick)(np.array([2.0, 3.0]), 0)
+    assert "return t[k]" in str(info.value)

@@ -25,6 +25,7 @@ Assumes the fence has run. Leaves the tree otherwise unchanged.
 
 from __future__ import annotations
 
+import copy
 import numbers
 import types
 
@@ -111,6 +112,11 @@ class _Resolver(gast.NodeTransformer):
         if isinstance(func, gast.Attribute) and self._is_local(func.value) or (
                 isinstance(func, gast.Attribute) and isinstance(self._maybe_value(func.value), np.ndarray)):
             return self._method_call(node)
+        if self._maybe_value(func) is np.array and node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
+            # a nested literal is stacked row by row: np.array([[a, b], [c, d]]) -> np.array([np.array([a, b]), ...])
+            rows = node.args[0]
+            rows.elts = [located(gast.Call(func=copy.deepcopy(func), args=[e], keywords=[]), e)
+                         if isinstance(e, (gast.List, gast.Tuple)) else e for e in rows.elts]
         node.args = [self.visit(a) for a in node.args]
         for kw in node.keywords:
             kw.value = self.visit(kw.value)

@@ -250,6 +250,9 @@ class ReverseTransform:
             base = value.value.id
             if base not in active:
                 return []
+            if isinstance(self.typed.type_of(base), types.BaseTuple) and not isinstance(value.slice, gast.Constant):
+                raise self.fn.unsupported("indexing a tuple of active values by a value computed at run time", s,
+                                          hint="index it with a literal, or return an array")
             return [Contribution(base, name(self.adj(z)) if build else None,
                                  indexed=copy.deepcopy(value.slice))]
         if isinstance(value, gast.Tuple):
