@@ -483,22 +483,7 @@ class KnownBug:
                     and (self.feature is None or self.feature in features))
 
 
-KNOWN_BUGS = (
-    KnownBug("test_parameter_overwritten_by_constant_before_a_branch", r"^grad.*raised",
-             r"'\w+_adj' is not defined|local variable '\w+_adj'"),
-    KnownBug("test_scalar_assigned_to_a_slice", r"^grad.*raised",
-             r"iadd\(float64, array\(float64|setting an array element with a sequence"),
-    KnownBug("test_scalar_assigned_to_a_slice", r"^grad.*mismatch", feature="slice-assign-scalar"),
-    KnownBug("test_fused_sum_of_an_elementwise_result_the_adjoint_reads", r"^grad \(target=cpu\) mismatch$"),
-    KnownBug("test_boolean_operator_in_a_loop", r"^grad.*raised", r"IndexError: index \d* ?is out of bounds"),
-    KnownBug("test_boolean_operator_in_a_loop", r"^grad.*mismatch", feature="boolop-in-loop"),
-    KnownBug("test_self_assignment", r"^grad.*mismatch", feature="self-assign"),
-    KnownBug("test_jvp_of_a_helper_reassigning_a_constant_parameter", r"^jvp.*raised",
-             r"'\w+_dot' is not defined"),
-    KnownBug("test_power_of_a_negative_constant", r"mismatch", feature="negative-constant-power"),
-    KnownBug("test_python_target_min_max_of_negated_argument", r"^grad \(target=python\) raised",
-             r"numpy boolean negative"),
-)
+KNOWN_BUGS: tuple = ()  # every bug found so far is fixed (tests/test_fuzz_regressions.py)
 
 
 def known_bug(outcome, features) -> str | None:
