@@ -181,9 +181,6 @@ def jvp_of_mixing(x, t):
     return tangent
 
 
-@pytest.mark.xfail(reason="vmap over a function that calls s2s.jvp raises UnsupportedError 'using the function "
-                          "`mixing` as a value is not supported; call it instead'", raises=s2s.UnsupportedError,
-                   strict=True)
 def test_vmap_over_a_function_calling_jvp():
     tangents = np.ones_like(XB)
     out = s2s.vmap(jvp_of_mixing)(XB, tangents)

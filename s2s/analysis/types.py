@@ -181,13 +181,22 @@ def call_stub(transformed):
     if id(transformed) in _stubs:
         return _stubs[id(transformed)][1]
 
+    # a jvp takes its tangents after the primals: one per differentiated argument
+    tangents = 0 if transformed.transform != "jvp" else \
+        1 if isinstance(transformed.argnums, int) else len(transformed.argnums)
+
     def stub(*args):
-        return transformed(*args)
+        if not tangents:
+            return transformed(*args)
+        values, names = transformed.arguments(args[:-tangents])
+        return transformed.run(values, names, args[-tangents:])
 
     @overload(stub)
     def _stub_nb(*args):
         arg_types = args[0].types if len(args) == 1 and isinstance(args[0], types.StarArgTuple) else args
-        function = transformed.entry_for_types(tuple(types.unliteral(t) for t in arg_types), fuse=False).function
+        arg_types = tuple(types.unliteral(t) for t in arg_types)
+        split = len(arg_types) - tangents
+        function = transformed.entry_for_types(arg_types[:split], extra_types=arg_types[split:], fuse=False).function
         return lambda *args: function(*args)
 
     _stubs[id(transformed)] = (transformed, stub)

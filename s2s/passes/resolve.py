@@ -112,7 +112,10 @@ class _Resolver(gast.NodeTransformer):
         if isinstance(func, gast.Attribute) and self._is_local(func.value) or (
                 isinstance(func, gast.Attribute) and isinstance(self._maybe_value(func.value), np.ndarray)):
             return self._method_call(node)
-        if self._maybe_value(func) is np.array and node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
+        maker = self._maybe_value(func)
+        if getattr(maker, "__module__", None) == "s2s.api" and getattr(maker, "__name__", None) == "jvp":
+            return self._jvp_call(node, func)
+        if maker is np.array and node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
             # a nested literal is stacked row by row: np.array([[a, b], [c, d]]) -> np.array([np.array([a, b]), ...])
             rows = node.args[0]
             rows.elts = [located(gast.Call(func=copy.deepcopy(func), args=[e], keywords=[]), e)
@@ -132,6 +135,22 @@ class _Resolver(gast.NodeTransformer):
             raise self._unsupported("calling a value computed in the function")
         obj = self._value_of(func)
         node.func = located(self.callee(obj, node, getattr(node, "s2s_structures", None)), func)
+        return node
+
+    def _jvp_call(self, node, func):
+        """``s2s.jvp(f, (x, y), (tx, ty))`` in user code: a call of the generated jvp of ``f``."""
+        from ..api import Transformed
+
+        if len(node.args) != 3 or node.keywords or not all(isinstance(a, gast.Tuple) for a in node.args[1:]) \
+                or len(node.args[1].elts) != len(node.args[2].elts):
+            raise self._unsupported("this form of s2s.jvp", hint="write s2s.jvp(f, (x, ...), (x_dot, ...))")
+        target = node.args[0]
+        if not isinstance(target, (gast.Name, gast.Attribute)) or self._is_local(target):
+            raise self._unsupported("s2s.jvp of a function computed in the function")
+        primals, tangents = node.args[1].elts, node.args[2].elts
+        transformed = Transformed(self._value_of(target), "jvp", tuple(range(len(primals))))
+        node.func = located(name(self.program.transformed_name(transformed)), func)
+        node.args = [self.visit(a) for a in primals + tangents]
         return node
 
     def _maybe_value(self, node):
