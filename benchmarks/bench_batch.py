@@ -15,6 +15,11 @@ Workloads (float64 throughout):
   allocates nothing) vs NumPy vs a hand-written Numba loop vs ``jax.jit``.
 * W5-grad: its gradient w.r.t. ``p``: ``s2s.grad`` (fused: one loop, allocating only the gradient it returns)
   vs NumPy ``2*(p - t)`` vs a hand-written Numba loop vs ``jax.jit(jax.grad(f))``.
+* W4-gpu (only where ``numba.cuda.is_available()``: a real GPU, not the simulator): W4 at n = 1e7 on the GPU,
+  ``s2s.vmap(s2s.grad(f), target="cuda")`` vs a hand-written ``numba.cuda`` kernel (one thread per example)
+  vs ``jax.jit(jax.vmap(jax.grad(f)))`` on the GPU where JAX has a GPU backend. The data is on the device
+  before the timed calls and the results stay there (a call ends with ``cuda.synchronize()``); the check
+  copies them back, outside the timed region. Without a GPU the section is skipped with a note.
 
 Every result is checked against an analytic NumPy reference (itself checked once against central finite
 differences). Besides the times, the script counts the allocations of the Numba-compiled rows with Numba's
@@ -65,9 +70,30 @@ def _threads_argument(argv: list[str]) -> int:
     return pre.parse_known_args(argv)[0].threads
 
 
+def gpu_available() -> bool:
+    """Whether numba.cuda sees a real GPU (never under the simulator, NUMBA_ENABLE_CUDASIM=1)."""
+    try:
+        from numba.core import config
+    except ImportError:
+        return False
+    return cuda is not None and not config.ENABLE_CUDASIM and cuda.is_available()
+
+
+def _jax_gpu_plugin() -> bool:
+    import importlib.util
+
+    return any(importlib.util.find_spec(name) is not None for name in ("jax_cuda12_plugin", "jax_cuda13_plugin"))
+
+
 if __name__ == "__main__":
     limit_threads(_threads_argument(sys.argv[1:]))
-os.environ.setdefault("JAX_PLATFORMS", "cpu")  # JAX on the CPU, without probing for accelerators
+try:
+    from numba import cuda  # the GPU section's kernels (imports NumPy: after the thread settings above)
+except ImportError:
+    cuda = None
+GPU = gpu_available()
+# JAX on the CPU (the first platform is the default), and on the GPU for W4-gpu where it has a GPU backend
+os.environ.setdefault("JAX_PLATFORMS", "cpu,cuda" if GPU and _jax_gpu_plugin() else "cpu")
 
 import numpy as np  # noqa: E402 - after the thread settings above
 
@@ -129,7 +155,7 @@ def rel_err(a, b) -> float:
 
 def reference(workload, data):
     """(the analytic result, how it was checked, its error against central finite differences)."""
-    if workload == "W4":
+    if workload in ("W4", "W4-gpu"):
         P = data["P"]
         ref = per_example_grads(P)
         fd = np.stack([fd_gradient(per_example_loss, P[b], 1e-6) for b in range(8)])
@@ -261,6 +287,76 @@ def jax_per_example(data):
     return lambda: jax.block_until_ready(g(P))
 
 
+# --- W4-gpu: per-example gradients on the GPU -------------------------------------------------------------------
+_CUDA_KERNELS: dict = {}
+
+
+def _device_data(data):
+    """``P`` on the GPU (copied once, before the timed calls) and ``cuda.synchronize``."""
+    if not GPU:
+        raise Skip("no CUDA GPU (numba.cuda.is_available() is False)")
+    if "dP" not in data:
+        data["dP"] = cuda.to_device(data["P"])
+    return data["dP"], cuda.synchronize
+
+
+def hand_cuda_per_example(P, G):
+    """The hand-written kernel: thread ``b`` writes the analytic gradient of example ``b``."""
+    b = cuda.grid(1)
+    if b < P.shape[0]:
+        x, y, z = P[b, 0], P[b, 1], P[b, 2]
+        ez = math.exp(z)
+        G[b, 0] = math.cos(x) * y + 2.0 * ez * x
+        G[b, 1] = math.sin(x)
+        G[b, 2] = ez * x * x
+
+
+def numba_cuda_per_example(data):
+    dP, synchronize = _device_data(data)
+    if not _CUDA_KERNELS:
+        _CUDA_KERNELS["per_example"] = cuda.jit(hand_cuda_per_example)
+    kernel, n = _CUDA_KERNELS["per_example"], dP.shape[0]
+    threads = 128  # as s2s's kernels
+    blocks = (n + threads - 1) // threads
+
+    def call():
+        G = cuda.device_array((n, 3), np.float64)
+        kernel[blocks, threads](dP, G)
+        synchronize()
+        return G
+    return call
+
+
+def s2s_cuda_per_example(data):
+    s2s = _s2s()
+    dP, synchronize = _device_data(data)
+    v = s2s.vmap(s2s.grad(per_example_loss), target="cuda")
+
+    def call():
+        G = v(dP)
+        synchronize()
+        return G
+    return call
+
+
+def jax_gpu_per_example(data):
+    jax = _jax()
+    import jax.numpy as jnp
+
+    if not GPU:
+        raise Skip("no CUDA GPU (numba.cuda.is_available() is False)")
+    try:
+        device = jax.devices("gpu")[0]
+    except RuntimeError as exc:
+        raise Skip(f"JAX has no GPU backend ({short_error(exc)}); pip install 'jax[cuda12]'") from None
+
+    def f(p):
+        return jnp.sin(p[0]) * p[1] + jnp.exp(p[2]) * p[0] ** 2
+    g = jax.jit(jax.vmap(jax.grad(f)))
+    P = jax.device_put(jnp.asarray(data["P"], dtype=jnp.float64), device)
+    return lambda: jax.block_until_ready(g(P))
+
+
 # --- W5: the fused loss and its gradient ---------------------------------------------------------------------
 def numba_value(data):
     fn = _numba_functions()["value"]
@@ -318,6 +414,7 @@ def jax_gradient(data):
 
 NUMBA_SERIAL, NUMBA_PRANGE = "hand Numba @njit", "hand Numba prange"
 S2S_CPU, S2S_PARALLEL = "s2s vmap(grad) cpu", "s2s vmap(grad) parallel"
+NUMBA_CUDA, S2S_CUDA = "hand numba.cuda kernel", "s2s vmap(grad) cuda"
 ROWS = [
     # (workload, tool, label, prepare, the hand-written Numba row it is compared with, Numba-compiled)
     ("W4", "numba", NUMBA_SERIAL, numba_per_example, NUMBA_SERIAL, True),
@@ -333,15 +430,20 @@ ROWS = [
     ("W5-grad", "numpy", "NumPy 2*(p - t)", numpy_gradient, "hand Numba", False),
     ("W5-grad", "s2s", "s2s grad", s2s_grad, "hand Numba", True),
     ("W5-grad", "jax", "JAX jit(grad)", jax_gradient, "hand Numba", False),
+    ("W4-gpu", "numba", NUMBA_CUDA, numba_cuda_per_example, NUMBA_CUDA, False),
+    ("W4-gpu", "s2s", S2S_CUDA, s2s_cuda_per_example, NUMBA_CUDA, False),
+    ("W4-gpu", "jax", "JAX jit(vmap(grad)) GPU", jax_gpu_per_example, NUMBA_CUDA, False),
 ]
 TOOLS = ("numba", "numpy", "s2s", "jax")
 # the arrays each workload's compiled functions take (for the allocation baseline: unboxing them)
-ARGUMENTS = {"W4": ("P",), "W5-jit": ("p", "t"), "W5-grad": ("p", "t")}
+ARGUMENTS = {"W4": ("P",), "W5-jit": ("p", "t"), "W5-grad": ("p", "t"), "W4-gpu": ("P",)}
 
-FULL = {"W4": {"n": 1_000_000}, "W5-jit": {"n": 10_000_000}, "W5-grad": {"n": 10_000_000}}
-QUICK = {"W4": {"n": 100_000}, "W5-jit": {"n": 1_000_000}, "W5-grad": {"n": 1_000_000}}
+FULL = {"W4": {"n": 1_000_000}, "W5-jit": {"n": 10_000_000}, "W5-grad": {"n": 10_000_000},
+        "W4-gpu": {"n": 10_000_000}}
+QUICK = {"W4": {"n": 100_000}, "W5-jit": {"n": 1_000_000}, "W5-grad": {"n": 1_000_000}, "W4-gpu": {"n": 1_000_000}}
 DESCRIPTIONS = {
     "W4": "per-example grads of np.sin(p[0])*p[1] + np.exp(p[2])*p[0]**2, P of shape ({n}, 3)",
+    "W4-gpu": "W4 on the GPU, P of shape ({n}, 3) on the device",
     "W5-jit": "np.sum((p - t)**2), n={n}",
     "W5-grad": "grad of np.sum((p - t)**2) w.r.t. p, n={n}",
 }
@@ -353,6 +455,7 @@ AIMS = [
     ("W4", S2S_CPU, "numba"), ("W4", S2S_CPU, "jax"), ("W4", S2S_PARALLEL, "numba"),
     ("W5-jit", "s2s jit", "numba"), ("W5-jit", "s2s jit", "jax"),
     ("W5-grad", "s2s grad", "numba"), ("W5-grad", "s2s grad", "jax"),
+    ("W4-gpu", S2S_CUDA, "numba"), ("W4-gpu", S2S_CUDA, "jax"),
 ]
 # NRT allocations per call the fused functions should make (net of unboxing their arguments)
 ALLOCATION_AIMS = [("W5-jit", "s2s jit", 0, "the fused jit allocates nothing"),
@@ -471,7 +574,7 @@ def compare(got, ref) -> tuple[bool, float, str]:
 
 def make_data(workload: str, size: dict, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
-    if workload == "W4":
+    if workload in ("W4", "W4-gpu"):
         return {"P": rng.standard_normal((size["n"], 3))}
     return {"p": rng.standard_normal(size["n"]), "t": rng.standard_normal(size["n"])}
 
@@ -713,7 +816,7 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="small sizes and short rows: a smoke test in < 60 s")
     p.add_argument("--json", metavar="PATH", help="write the results (rows, aims, sizes, versions) as JSON")
     p.add_argument("--workloads", default=",".join(FULL),
-                   help=f"comma-separated subset of {','.join(FULL)} (W5: both W5 rows)")
+                   help=f"comma-separated subset of {','.join(FULL)} (W5: both W5 rows; W4-gpu: with a GPU only)")
     p.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
     p.add_argument("--min-repeats", type=int, default=5, help="at least this many timed repeats per row (default 5)")
     p.add_argument("--rounds", type=int, default=5,
@@ -758,6 +861,10 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if "W4-gpu" in args.workloads and not GPU:
+        args.workloads.remove("W4-gpu")
+        print("note: the GPU section (W4-gpu) is skipped: numba.cuda.is_available() is False (no CUDA GPU, or "
+              "the simulator is on)")
     temp_cache = None
     if not args.warm_cache:
         temp_cache = tempfile.mkdtemp(prefix="s2s-bench-cache-")

@@ -1,5 +1,12 @@
 """Shared helpers: gradients compared with central finite differences in float64."""
 
+import os
+
+# numba.cuda's simulator (kernels run as Python on the CPU) unless the tests are to run on a real GPU; it must be
+# chosen before Numba is imported, and it changes numba.cuda only.
+if os.environ.get("S2S_TEST_REAL_CUDA") != "1":
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
 import contextlib
 import inspect
 import re
