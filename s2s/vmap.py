@@ -54,6 +54,7 @@ class Vmapped:
         self.out_axes = out_axes
         self.target = target
         self._entries: dict = {}
+        self._shapes: dict = {}  # id(entry) -> (an example output, the example arguments)
         inner_target = "python" if target == "python" else "cpu"
         self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else jit(fn, target=inner_target)
 
@@ -71,13 +72,7 @@ class Vmapped:
         out = []
         for k, (value, axis) in enumerate(zip(values, axes)):
             leaves, treedef = tree_flatten(value)
-            if isinstance(axis, (tuple, list, dict)) or axis is None or isinstance(axis, int):
-                leaf_axes = tree_flatten(axis)[0] if treedef.kind != "leaf" and not (
-                    axis is None or isinstance(axis, int)) else [axis] * len(leaves)
-            else:
-                raise InputError(f"in_axes entry {k} is {axis!r}: use an int or None")
-            if len(leaf_axes) != len(leaves):
-                raise InputError(f"in_axes entry {k} does not match the structure of argument {k}")
+            leaf_axes = _leaf_axes(axis, treedef, k)
             for leaf, a in zip(leaves, leaf_axes):
                 if a is not None and not -np.ndim(leaf) <= a < max(np.ndim(leaf), 1):
                     raise InputError(f"in_axes {a} is out of range for argument {k} of shape {np.shape(leaf)}")
@@ -98,7 +93,15 @@ class Vmapped:
         if batch == 0:
             raise InputError("vmap got a batch of size 0")
         entry = self.entry(values, batch_axes=axes)
-        return _move(entry.function(*leaves), self.out_axes)
+        out = entry.function(*leaves)
+        on_device = any(is_device_array(o) for o in (out if isinstance(out, tuple) else (out,)))
+        template, example = self._shapes[id(entry)]
+        if any(isinstance(o, tuple) for o in (template if isinstance(template, tuple) else ())):
+            out = _nest(template, iter(out))  # the batched loop returns the leaves of nested outputs
+        out = _move(out, self.out_axes)
+        if isinstance(self.inner, Transformed) and not on_device:  # derivatives shaped as their arguments
+            out = self.inner._outputs(out, example)
+        return out
 
     def entry(self, args: tuple, batch_axes=None):
         """The compiled batched entry for these batched arguments (its ``.function`` takes their leaves)."""
@@ -116,10 +119,16 @@ class Vmapped:
             outputs = inner.function(*example_leaves)
             entry = self._build(inner, example_leaves, axes, outputs)
             self._entries[key] = entry
+            self._shapes[id(entry)] = (outputs, example)
         return entry
 
     def _build(self, inner_entry, example: list, axes: list, outputs) -> _Entry:
         """The batched entry around ``inner_entry``, given its ``outputs`` for the ``example``'s leaves."""
+        if isinstance(outputs, tuple) and any(isinstance(o, tuple) for o in outputs):  # nested: copy leaf by leaf
+            if self.target == "cuda":
+                raise InputError("vmap with target='cuda' takes functions returning arrays, floats or a flat tuple "
+                                 "of them")
+            return self._build_calls(inner_entry, axes, _paths(outputs))
         results = list(outputs) if isinstance(outputs, tuple) else [outputs]
         into = into_variant(inner_entry.module, results, example)
         if self.target == "cuda":
@@ -127,7 +136,7 @@ class Vmapped:
 
             return kernel_entry(self, inner_entry, into, example, axes, results, isinstance(outputs, tuple))
         if into is None:
-            return self._build_calls(inner_entry, axes, len(results) if isinstance(outputs, tuple) else 0)
+            return self._build_calls(inner_entry, axes, _paths(outputs))
         name = getattr(inner_entry.function, "__name__", "f")
         params, picks, size = _loop_parts(axes)
         outs = [f"out{j}" for j in range(len(results))]
@@ -153,13 +162,17 @@ class Vmapped:
             return "numba.prange", "@numba.njit(parallel=True)\n"
         return "range", "@numba.njit\n"
 
-    def _build_calls(self, inner_entry, axes: list, n_outputs: int) -> _Entry:
-        """The loop for a per-example function without an "into" variant: one call per example, rows copied."""
+    def _build_calls(self, inner_entry, axes: list, paths: list[tuple]) -> _Entry:
+        """The loop for a per-example function without an "into" variant: one call per example, rows copied.
+
+        ``paths`` index each output leaf in what the function returns (``[()]``: it returns one value).
+        """
         name = getattr(inner_entry.function, "__name__", "f")
         params, picks, size = _loop_parts(axes)
         loop, decorator = self._loop()
-        outs = [f"out{j}" for j in range(max(n_outputs, 1))]
-        firsts = [f"first[{j}]" if n_outputs else "first" for j in range(len(outs))]
+        n_outputs = 0 if paths == [()] else len(paths)
+        outs = [f"out{j}" for j in range(len(paths))]
+        firsts = ["first" + "".join(f"[{i}]" for i in path) for path in paths]
         lines = [f"def {name}_vmap({', '.join(params)}):",
                  f"    n = {size}",
                  "    b = 0",
@@ -169,7 +182,7 @@ class Vmapped:
         lines.append(f"    for b in {loop}(1, n):")
         if n_outputs:
             lines.append(f"        result = {name}({picks})")
-            lines += [f"        {o}[b] = result[{j}]" for j, o in enumerate(outs)]
+            lines += [f"        {o}[b] = result{''.join(f'[{i}]' for i in path)}" for o, path in zip(outs, paths)]
         else:
             lines.append(f"        out0[b] = {name}({picks})")
         lines.append(f"    return {', '.join(outs)}" if n_outputs else "    return out0")
@@ -237,6 +250,44 @@ def _check_with_device_arrays(value, name: str, position: int):
                              f"{dtype}; use float32 or float64 (or integers for indices)")
         checked.append(leaf)
     return checked[0] if treedef.kind == "leaf" else tree_unflatten(treedef, checked)
+
+
+def _leaf_axes(axis, treedef, k: int) -> list:
+    """The batch axis of each leaf of argument ``k`` (of structure ``treedef``) from its ``in_axes`` entry.
+
+    An int or None applies to a whole subtree; a container of the argument's
+    kind gives one entry per child, as in JAX (``{"a": 0, "b": None}``).
+    """
+    if axis is None or isinstance(axis, int) and not isinstance(axis, bool):
+        return [axis] * treedef.num_leaves
+    if treedef.kind == "leaf" or not isinstance(axis, (tuple, list, dict)) and not hasattr(axis, "__dict__"):
+        raise InputError(f"in_axes entry {k} is {axis!r}: use an int, None, or a container shaped like argument {k}")
+    if isinstance(axis, dict):
+        children = [axis.get(f, _MISSING) for f in treedef.fields]
+    elif isinstance(axis, (tuple, list)):
+        children = list(axis) if len(axis) == len(treedef.fields) else [_MISSING]
+    else:
+        children = [getattr(axis, f, _MISSING) for f in treedef.fields]
+    if any(c is _MISSING for c in children) or len(children) != len(treedef.children):
+        raise InputError(f"in_axes entry {k} does not match the structure of argument {k}")
+    return [a for c, sub in zip(children, treedef.children) for a in _leaf_axes(c, sub, k)]
+
+
+_MISSING = object()
+
+
+def _paths(out, prefix: tuple = ()) -> list[tuple]:
+    """The index path of each leaf of a (nested) tuple of outputs: ``(a, (b, c))`` → ``[(0,), (1, 0), (1, 1)]``."""
+    if isinstance(out, tuple):
+        return [p for j, o in enumerate(out) for p in _paths(o, prefix + (j,))]
+    return [prefix]
+
+
+def _nest(template, leaves):
+    """``leaves`` (an iterator) nested as the tuples of ``template`` are."""
+    if isinstance(template, tuple):
+        return tuple(_nest(t, leaves) for t in template)
+    return next(leaves)
 
 
 def _example(leaves, axes, structures) -> tuple:

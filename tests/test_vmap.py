@@ -107,9 +107,6 @@ def test_dict_argument_with_int_in_axes():
     np.testing.assert_allclose(out, [6.0, 3.0], rtol=1e-12)
 
 
-@pytest.mark.xfail(reason="in_axes with None for a leaf of a container (JAX's {'a': 0, 'b': None}) raises "
-                          "InputError 'in_axes entry 0 does not match the structure of argument 0': None is "
-                          "flattened as an empty subtree", raises=InputError, strict=True)
 def test_container_in_axes_with_none_leaf():
     d = {"a": np.array([1.0, 2.0]), "b": np.ones(3)}
     out = s2s.vmap(lambda t: t["a"] * np.sum(t["b"]), in_axes=({"a": 0, "b": None},))(d)
@@ -142,9 +139,6 @@ def test_vmap_of_value_and_grad():
         np.testing.assert_allclose(g[b], numerical_grad(loss, (W3, XB[b], YB[b]), 1), rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.xfail(reason="vmap of value_and_grad with tuple argnums fails to compile: rt.batch_like has no "
-                          "implementation for the nested tuple output Tuple(array, float64)",
-                   raises=Exception, strict=True)
 def test_vmap_of_value_and_grad_with_tuple_argnums():
     value, (gw, gy) = s2s.vmap(s2s.value_and_grad(loss, argnums=(0, 2)), in_axes=(None, 0, 0))(W3, XB, YB)
     for b in range(4):
@@ -202,8 +196,6 @@ def test_vmap_of_jacrev():
     assert jac.shape == (4, 3, 3)
 
 
-@pytest.mark.xfail(reason="vmap of grad with respect to a dict returns a tuple of batched leaves, not a dict",
-                   raises=AssertionError, strict=True)
 def test_vmap_of_grad_of_a_container_keeps_its_structure():
     d = {"a": np.array([1.0, 2.0]), "b": np.ones((2, 3))}
     g = s2s.vmap(s2s.grad(lambda t: t["a"] * np.sum(t["b"] ** 2)))(d)
