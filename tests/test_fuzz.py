@@ -19,9 +19,10 @@ a float.
 
 Each program is written to a file (s2s reads source), imported, and run at a
 random point: its value in Python, ``s2s.grad(f, argnums=(0, 1))`` (compiled,
-and the ``target="python"`` source), and ``s2s.jvp`` (compiled) along a random
-direction are compared with central finite differences in float64 and with
-each other. Points near a kink are skipped (``hypothesis.assume``): the
+and the ``target="python"`` source), ``s2s.jvp`` (compiled) along a random
+direction, and ``s2s.jacfwd`` (vector mode) are compared with central finite
+differences in float64 and with each other. Points near a kink are skipped
+(``hypothesis.assume``): the
 program is also run once in an instrumented rendering that records, for every
 comparison and every ``abs``/``min``/``max``/``np.maximum``/``np.minimum``,
 how far its arguments are from the switch, and finite differences with two
@@ -668,6 +669,12 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
             return failed("jvp tangent mismatch",
                           f"jvp's tangent differs from finite differences along dx = {dx.tolist()!r}, "
                           f"ds = {ds!r}:\nexpected {expected!r}\ngot      {tangent!r}")
+        # vector mode: every direction in one sweep (tangents carry a leading axis)
+        jx, js = call("jacfwd (target=cpu)", lambda: s2s.jacfwd(f, argnums=(0, 1))(x.copy(), s, n))
+        if np.shape(js) != () or not _close(np.append(jx, js), fd, scale):
+            return failed("jacfwd mismatch", "jacfwd differs from finite differences:\n"
+                          f"expected d/dx {fd_x.tolist()!r}, d/ds {fd_s!r}\n"
+                          f"got      d/dx {np.asarray(jx).tolist()!r}, d/ds {js!r}")
     except _Failed as failure:
         return failure.outcome
     return Outcome()
