@@ -231,9 +231,6 @@ def f_pair_attributes(p):
     return p.a * np.sin(p.b)
 
 
-@pytest.mark.xfail(reason="a registered pytree class is flattened by position only: `p.a` raises UnsupportedError "
-                          "'the attribute `.a` of a custom argument is not supported'",
-                   raises=s2s.UnsupportedError, strict=True)
 def test_grad_of_registered_class_through_attributes():
     g = s2s.grad(f_pair_attributes)(Pair(3.0, 0.4))
     assert g == Pair(np.sin(0.4), 3.0 * np.cos(0.4))

@@ -30,7 +30,7 @@ import re
 import gast
 
 from ..astutil import const, name
-from ..tree_util import TreeDef, tree_flatten
+from ..tree_util import TreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["flatten", "flatten_literal_args", "leaf_names"]
 
@@ -58,6 +58,18 @@ class _Tree:
             start += c.num_leaves
         raise KeyError(field)
 
+    def attribute(self, attr: str) -> _Tree | None:
+        """The part ``.attr`` of a registered class: rebuilt around placeholder leaves, then looked up."""
+        placeholders = [_Placeholder(k) for k in range(len(self.leaves))]
+        try:
+            value = getattr(tree_unflatten(self.treedef, placeholders), attr)
+        except Exception:  # the class's unflatten or attribute does not take placeholders
+            return None
+        leaves, treedef = tree_flatten(value)
+        if not leaves or not all(isinstance(leaf, _Placeholder) for leaf in leaves):
+            return None
+        return _Tree(treedef, [self.leaves[leaf.k] for leaf in leaves])
+
     def as_expr(self):
         """The tree as an expression: a leaf's name, or a tuple rebuilt from its leaves (None otherwise)."""
         if self.treedef.kind == "leaf":
@@ -67,6 +79,13 @@ class _Tree:
             if all(e is not None for e in elts):
                 return gast.Tuple(elts=elts, ctx=gast.Load())
         return None
+
+
+class _Placeholder:
+    """Stands for leaf ``k`` of a container while its class is rebuilt to read an attribute."""
+
+    def __init__(self, k: int):
+        self.k = k
 
 
 def _literal_tree(node):
@@ -152,6 +171,12 @@ class _Rewrite(gast.NodeTransformer):
         if isinstance(node, gast.Attribute):
             base = self.tree_of(node.value)
             if base is not None:
+                if base.treedef.kind == "custom":
+                    part = base.attribute(node.attr)
+                    if part is None:
+                        raise self.error(f"the attribute `.{node.attr}` of a registered class's argument (it is "
+                                         "not one of the parts its flatten function returns)")
+                    return part
                 if base.treedef.kind not in ("dataclass", "namedtuple") or node.attr not in base.treedef.fields:
                     raise self.error(f"the attribute `.{node.attr}` of a {base.treedef.kind} argument")
                 return base.child(node.attr)
