@@ -1,4 +1,7 @@
-"""The spine benchmark runs end to end at its --quick sizes (only with S2S_BENCH_SMOKE=1: it takes ~15-60 s)."""
+"""The benchmarks run end to end at their --quick sizes (only with S2S_BENCH_SMOKE=1: each takes ~15-60 s).
+
+The GradBench one also needs GradBench's sources ($GRADBENCH_DIR, default /work/gradbench).
+"""
 
 import json
 import os
@@ -53,3 +56,24 @@ def test_bench_batch_quick(tmp_path):
     assert all(r["status"] in ("ok", "skipped") for r in payload["rows"] if r["tool"] != "s2s")
     assert {(r["workload"], r["allocations"]) for r in payload["rows"] if r["tool"] == "numba"} <= {
         ("W4", 1), ("W5-jit", 0), ("W5-grad", 1)}
+
+
+GRADBENCH = Path(os.environ.get("GRADBENCH_DIR", "/work/gradbench"))
+
+
+@pytest.mark.skipif(not (GRADBENCH / "python" / "gradbench" / "gradbench" / "evals" / "hello" / "run.py").exists(),
+                    reason="GradBench's sources are not present (set GRADBENCH_DIR)")
+def test_bench_gradbench_quick_hello(tmp_path):
+    script = SCRIPT.parent / "gradbench" / "bench.py"
+    out = tmp_path / "gradbench.json"
+    result = subprocess.run([sys.executable, str(script), "--quick", "--evals", "hello", "--tools", "s2s",
+                             "--gradbench", str(GRADBENCH), "--out", str(out), "--no-plot"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    assert "Aims" in result.stdout
+    payload = json.loads(out.read_text())
+    assert payload["evals"]["hello"]["sessions"]["s2s"]["status"] == "ok"
+    rows = payload["evals"]["hello"]["rows"]
+    assert len(rows) == 8  # square and double, four times each
+    assert all(r["tools"]["s2s"]["status"] == "ok" and r["tools"]["s2s"]["valid"] for r in rows)
+    assert out.with_suffix(".md").exists()
