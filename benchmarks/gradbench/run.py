@@ -8,6 +8,8 @@ Objectives are written in plain NumPy and Python; every derivative comes from
 s2s.
 """
 
+import ctypes
+import ctypes.util
 import importlib
 import json
 import os
@@ -16,6 +18,18 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+# Process settings for timing, made before any eval module imports NumPy: one BLAS thread, like the
+# single-threaded C++ tool (a multi-threaded OpenBLAS fighting for the cores of a shared machine is up to
+# 50x slower on small products), and a malloc that keeps freed memory: derivative code allocates its tapes
+# and temporaries afresh in every call, and with glibc's defaults every call page-faults them in again.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+try:
+    _libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    _libc.mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD (its largest value)
+    _libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+except (OSError, AttributeError):
+    pass
 
 
 def main() -> None:

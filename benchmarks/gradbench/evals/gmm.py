@@ -13,30 +13,13 @@ point). The gradient with respect to ``alpha, mu, q, l`` is ``s2s.grad`` of
 that function.
 """
 
-import ctypes
-import ctypes.util
-import os
+import math
 
-# Process settings for timing (this module is the first to import NumPy in the tool's process):
-# one BLAS thread, like the single-threaded C++ tool (a multi-threaded OpenBLAS fighting for the
-# cores of a shared machine is up to 50x slower on small products), and a malloc that keeps freed
-# memory: derivative code allocates its tapes and temporaries afresh in every call, and with glibc's
-# defaults every call page-faults them in again.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-try:
-    _libc = ctypes.CDLL(ctypes.util.find_library("c"))
-    _libc.mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD (its largest value)
-    _libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
-except (OSError, AttributeError):
-    pass
+import numpy as np
 
-import math  # noqa: E402
+import s2s
 
-import numpy as np  # noqa: E402
-
-import s2s  # noqa: E402
-
-from .common import runs  # noqa: E402
+from .common import runs
 
 
 def logsumexp(v):
