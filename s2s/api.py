@@ -501,25 +501,29 @@ def jvp(fn, primals: tuple, tangents: tuple, has_aux: bool = False, target: str 
     floats = tuple(k for k, p in enumerate(primals) if _is_float_tree(p))
     if not floats:
         raise InputError("jvp needs at least one float argument")
-    t = _transformed(fn, "jvp", floats, has_aux, target)
-    values, names = t.arguments(primals)
+    names = _transformed(fn, "jit", 0, False, target).arguments(primals)[1]
     for k, d in enumerate(tangents):
         if k not in floats and d is not None and np.any(np.asarray(d) != 0):
             raise InputError(f"the tangent of integer argument `{names[k]}` (position {k}) must be zero or None")
-    dots = []
-    for k in floats:
-        what = f"the tangent of `{names[k]}` (position {k})"
-        leaves, treedef = tree_flatten(values[k])
-        if treedef.kind == "leaf":
-            dots.append(_like(tangents[k], values[k], what))
-            continue
-        tangent_leaves, tangent_tree = tree_flatten(tangents[k]) if tangents[k] is not None \
-            else ([None] * len(leaves), treedef)
-        if tangent_tree != treedef:
-            raise InputError(f"{what} is a {tangent_tree.kind} of {tangent_tree.num_leaves} leaves, but the primal "
-                             f"is a {treedef.kind} of {treedef.num_leaves}: give the tangent the primal's structure")
-        dots += [_like(d, leaf, f"{what}, leaf {j}") for j, (d, leaf) in enumerate(zip(tangent_leaves, leaves))]
-    return t.run(values, names, tuple(dots))
+    dots = {k: _tangent_leaves(primals[k], tangents[k], f"the tangent of `{names[k]}` (position {k})")
+            for k in floats}
+    # an argument whose tangent is zero is held fixed: the generated code carries no tangent for it
+    moving = tuple(k for k in floats if any(np.any(d != 0) for d in dots[k])) or floats[:1]
+    t = _transformed(fn, "jvp", moving, has_aux, target)
+    values, names = t.arguments(primals)
+    return t.run(values, names, tuple(d for k in moving for d in dots[k]))
+
+
+def _tangent_leaves(primal, tangent, what: str) -> list:
+    """The leaves of ``tangent`` (None: zeros) checked against ``primal``'s structure, shapes and dtypes."""
+    leaves, treedef = tree_flatten(primal)
+    if treedef.kind == "leaf":
+        return [_like(tangent, primal, what)]
+    tangent_leaves, tangent_tree = tree_flatten(tangent) if tangent is not None else ([None] * len(leaves), treedef)
+    if tangent_tree != treedef:
+        raise InputError(f"{what} is a {tangent_tree.kind} of {tangent_tree.num_leaves} leaves, but the primal "
+                         f"is a {treedef.kind} of {treedef.num_leaves}: give the tangent the primal's structure")
+    return [_like(d, leaf, f"{what}, leaf {j}") for j, (d, leaf) in enumerate(zip(tangent_leaves, leaves))]
 
 
 def linearize(fn, *primals, target: str = "cpu"):

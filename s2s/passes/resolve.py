@@ -112,7 +112,8 @@ class _Resolver(gast.NodeTransformer):
         if isinstance(func, gast.Attribute) and self._is_local(func.value) or (
                 isinstance(func, gast.Attribute) and isinstance(self._maybe_value(func.value), np.ndarray)):
             return self._method_call(node)
-        maker = self._maybe_value(func)
+        maker = None if isinstance(func, gast.Name) and func.id in self.program.module_functions() \
+            else self._maybe_value(func)
         if getattr(maker, "__module__", None) == "s2s.api" and getattr(maker, "__name__", None) == "jvp":
             return self._jvp_call(node, func)
         if maker is np.array and node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
