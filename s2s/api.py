@@ -526,22 +526,49 @@ def _tangent_leaves(primal, tangent, what: str) -> list:
     return [_like(d, leaf, f"{what}, leaf {j}") for j, (d, leaf) in enumerate(zip(tangent_leaves, leaves))]
 
 
+#: the largest Jacobian (entries) ``linearize`` stores; beyond it ``f_jvp`` runs the jvp again
+LINEARIZE_MAX_ENTRIES = 4_000_000
+
+
 def linearize(fn, *primals, target: str = "cpu"):
     """``(out, f_jvp)``: the value at ``primals`` and the linear map ``f_jvp(*tangents)``.
+
+    The primal's work is done once: one vector-mode forward sweep
+    (``jacfwd``) stores the Jacobian, and ``f_jvp`` contracts it with the
+    tangents. Where that Jacobian would hold more than
+    ``LINEARIZE_MAX_ENTRIES`` numbers (or an argument is a container),
+    ``f_jvp`` runs the forward sweep again instead. Tangents are given for the
+    float arguments, in order.
 
     >>> import s2s
     >>> out, f_jvp = s2s.linearize(lambda x: x ** 2, 3.0)
     >>> out, f_jvp(1.0)
     (9.0, 6.0)
     """
-    out, _ = jvp(fn, primals, tuple(np.zeros_like(p) if _is_float(p) else None for p in primals), target=target)
+    floats = tuple(k for k, p in enumerate(primals) if _is_float_tree(p))
+    if not floats:
+        raise InputError("linearize needs at least one float argument")
+    out = _transformed(fn, "jit", 0, False, target)(*primals)
+    leaves_only = all(not isinstance(primals[k], (tuple, list, dict)) and tree_flatten(primals[k])[1].kind == "leaf"
+                      for k in floats)
+    stored = leaves_only and np.size(out) * sum(np.size(primals[k]) for k in floats) <= LINEARIZE_MAX_ENTRIES \
+        and _is_float(out)
+    if stored:
+        jacobians = _transformed(fn, "jacfwd", floats, False, target)(*primals)
 
     def f_jvp(*tangents):
-        full = []
-        it = iter(tangents)
-        for p in primals:
-            full.append(next(it) if _is_float(p) else None)
-        return jvp(fn, primals, tuple(full), target=target)[1]
+        if len(tangents) != len(floats):
+            raise InputError(f"f_jvp takes {len(floats)} tangents (one per float argument), got {len(tangents)}")
+        if not stored:
+            full = [None] * len(primals)
+            for k, t in zip(floats, tangents):
+                full[k] = t
+            return jvp(fn, primals, tuple(full), target=target)[1]
+        total = np.zeros(np.shape(out))
+        for k, t, jac in zip(floats, tangents, jacobians):
+            t = _like(t, primals[k], f"the tangent of argument {k}")
+            total = total + np.tensordot(jac, t, axes=np.ndim(t))
+        return float(total) if np.ndim(out) == 0 else total
 
     return out, f_jvp
 
