@@ -548,7 +548,9 @@ def linearize(fn, *primals, target: str = "cpu"):
     floats = tuple(k for k, p in enumerate(primals) if _is_float_tree(p))
     if not floats:
         raise InputError("linearize needs at least one float argument")
-    out = _transformed(fn, "jit", 0, False, target)(*primals)
+    primal_fn = _transformed(fn, "jit", 0, False, target)
+    out = primal_fn(*primals)
+    names = primal_fn.arguments(primals)[1]
     leaves_only = all(not isinstance(primals[k], (tuple, list, dict)) and tree_flatten(primals[k])[1].kind == "leaf"
                       for k in floats)
     stored = leaves_only and np.size(out) * sum(np.size(primals[k]) for k in floats) <= LINEARIZE_MAX_ENTRIES \
@@ -566,7 +568,7 @@ def linearize(fn, *primals, target: str = "cpu"):
             return jvp(fn, primals, tuple(full), target=target)[1]
         total = np.zeros(np.shape(out))
         for k, t, jac in zip(floats, tangents, jacobians):
-            t = _like(t, primals[k], f"the tangent of argument {k}")
+            t = _like(t, primals[k], f"the tangent of `{names[k]}` (position {k})")
             total = total + np.tensordot(jac, t, axes=np.ndim(t))
         return float(total) if np.ndim(out) == 0 else total
 
