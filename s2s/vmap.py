@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import hashlib
+import os
 from collections import Counter
 from dataclasses import dataclass
 
@@ -33,7 +35,8 @@ import numpy as np
 from .analysis.types import typeof_value
 from .api import Transformed, _check_tree, _Entry, _flatten_all, jit
 from .backend import load
-from .build import Module
+from .build import Module, compiler_digest
+from .cache import default_cache
 from .errors import InputError
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -117,18 +120,18 @@ class Vmapped:
             inner = self.inner.entry(example)
             example_leaves = _flatten_all(example)[0]
             outputs = inner.function(*example_leaves)
-            entry = self._build(inner, example_leaves, axes, outputs)
+            entry = self._build(inner, example_leaves, axes, outputs, key[0])
             self._entries[key] = entry
             self._shapes[id(entry)] = (outputs, example)
         return entry
 
-    def _build(self, inner_entry, example: list, axes: list, outputs) -> _Entry:
+    def _build(self, inner_entry, example: list, axes: list, outputs, leaf_types: tuple) -> _Entry:
         """The batched entry around ``inner_entry``, given its ``outputs`` for the ``example``'s leaves."""
         if isinstance(outputs, tuple) and any(isinstance(o, tuple) for o in outputs):  # nested: copy leaf by leaf
             if self.target == "cuda":
                 raise InputError("vmap with target='cuda' takes functions returning arrays, floats or a flat tuple "
                                  "of them")
-            return self._build_calls(inner_entry, axes, _paths(outputs))
+            return self._build_calls(inner_entry, axes, _paths(outputs), leaf_types)
         results = list(outputs) if isinstance(outputs, tuple) else [outputs]
         into = into_variant(inner_entry.module, results, example)
         if self.target == "cuda":
@@ -136,7 +139,7 @@ class Vmapped:
 
             return kernel_entry(self, inner_entry, into, example, axes, results, isinstance(outputs, tuple))
         if into is None:
-            return self._build_calls(inner_entry, axes, _paths(outputs))
+            return self._build_calls(inner_entry, axes, _paths(outputs), leaf_types)
         name = getattr(inner_entry.function, "__name__", "f")
         params, picks, size = _loop_parts(axes)
         outs = [f"out{j}" for j in range(len(results))]
@@ -152,17 +155,39 @@ class Vmapped:
         lines.append(f"    return {', '.join(outs)}")
         batched = extend(inner_entry.module, [into.function], "\n\n" + decorator + "\n".join(lines) + "\n",
                          f"{name}_vmap")
-        return _Entry(batched, load(batched)[batched.entry])
+        return self._loaded(batched, leaf_types)
+
+    def _loaded(self, batched: Module, leaf_types: tuple) -> _Entry:
+        """``batched`` compiled, through the disk cache: a new process loads it instead of compiling it."""
+        cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and self.target != "python" \
+            and all(isinstance(v, np.ndarray) for v in batched.constants.values()) else None
+        if cache is None:
+            return _Entry(batched, load(batched)[batched.entry])
+        digest = hashlib.sha256("\x00".join([compiler_digest(), batched.source, *sorted(batched.constants)]).encode())
+        for value in batched.constants.values():
+            digest.update(np.ascontiguousarray(value).tobytes())
+        key = digest.hexdigest()
+        with cache.lock(key):
+            stored = cache.load(key)
+            if stored is None:
+                batched.filename = str(cache.store(key, batched))
+            else:
+                stored.constants = batched.constants
+                batched = stored
+            function = load(batched)[batched.entry]
+            function.compile(leaf_types)
+            cache.seal(key)
+        return _Entry(batched, function)
 
     def _loop(self) -> tuple[str, str]:
         """The batch loop's range and the batched function's decorator line, for the target."""
         if self.target == "python":
             return "range", ""
         if self.target == "parallel":
-            return "numba.prange", "@numba.njit(parallel=True)\n"
-        return "range", "@numba.njit\n"
+            return "numba.prange", "@numba.njit(parallel=True, cache=True)\n"
+        return "range", "@numba.njit(cache=True)\n"
 
-    def _build_calls(self, inner_entry, axes: list, paths: list[tuple]) -> _Entry:
+    def _build_calls(self, inner_entry, axes: list, paths: list[tuple], leaf_types: tuple) -> _Entry:
         """The loop for a per-example function without an "into" variant: one call per example, rows copied.
 
         ``paths`` index each output leaf in what the function returns (``[()]``: it returns one value).
@@ -189,7 +214,7 @@ class Vmapped:
         text = f"\n\n{decorator}" + "\n".join(lines) + "\n"
         module = inner_entry.module
         batched = Module(module.source + text, f"{name}_vmap", module.line_map, dict(module.constants))
-        return _Entry(batched, load(batched)[batched.entry])
+        return self._loaded(batched, leaf_types)
 
     def source(self, *args) -> str:
         """The generated module for these example batched arguments.

@@ -216,3 +216,39 @@ def test_parallel_target_matches_a_loop():
         np.testing.assert_allclose(g[b], numerical_grad(loss, (W3, xs[b], ys[b]), 0), rtol=1e-6, atol=1e-9)
     values = s2s.vmap(loss, in_axes=(None, 0, 0), target="parallel")(W3, xs, ys)
     np.testing.assert_allclose(values, [loss(W3, xs[b], ys[b]) for b in range(16)], rtol=1e-12)
+
+
+VMAP_SCRIPT = """
+import numpy as np
+import s2s
+
+def loss(w, x, y):
+    return (np.tanh(np.dot(x, w)) - y) ** 2
+
+g = s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0))(np.array([0.5, -0.2]), np.eye(2), np.ones(2))
+print(repr(g.tolist()))
+"""
+
+
+def test_batched_module_comes_from_the_disk_cache(tmp_path):
+    """A new process loads the batched loop (and Numba's compiled code, sealed) instead of compiling it."""
+    import os
+    import subprocess
+    import sys
+
+    from s2s.cache import DiskCache
+
+    script = tmp_path / "per_example.py"
+    script.write_text(VMAP_SCRIPT)
+    env = {**os.environ, "S2S_CACHE_DIR": str(tmp_path / "cache"), "S2S_DISK_CACHE": "1"}
+    outputs, counts = [], []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and "damaged" not in done.stderr, done.stderr
+        outputs.append(done.stdout)
+        entries = DiskCache(tmp_path / "cache").entries()
+        counts.append(len(entries))
+        assert all((e / "numba.json").exists() for e in entries)
+    assert outputs[0] == outputs[1] and counts[0] == counts[1] == 2  # the gradient and the batched loop
+    t = np.tanh(np.array([0.5, -0.2]))
+    np.testing.assert_allclose(eval(outputs[0]), np.diag(2 * (t - 1) * (1 - t * t)), rtol=1e-12)
