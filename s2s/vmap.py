@@ -61,6 +61,10 @@ class Vmapped:
         inner_target = "python" if target == "python" else "cpu"
         self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else jit(fn, target=inner_target)
 
+    def __reduce__(self):
+        # pickled by reference to the function and the options, like a Transformed (workers load from the cache)
+        return (Vmapped, (self.fn, self.in_axes, self.out_axes, self.target))
+
     def __repr__(self) -> str:
         return f"<s2s.vmap of {getattr(self.fn, '__qualname__', self.fn)} (target={self.target})>"
 
