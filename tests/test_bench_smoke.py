@@ -77,3 +77,14 @@ def test_bench_gradbench_quick_hello(tmp_path):
     assert len(rows) == 8  # square and double, four times each
     assert all(r["tools"]["s2s"]["status"] == "ok" and r["tools"]["s2s"]["valid"] for r in rows)
     assert out.with_suffix(".md").exists()
+
+
+def test_bench_cache_quick(tmp_path):
+    script = SCRIPT.parent / "bench_cache.py"
+    out = tmp_path / "cache.json"
+    result = subprocess.run([sys.executable, str(script), "--quick", "--repeats", "3", "--json", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    assert "Aims" in result.stdout
+    payload = json.loads(out.read_text())
+    assert {"W1", "W2", "W3"} <= set(payload["results"])

@@ -1,0 +1,143 @@
+#!/usr/bin/env python
+"""The disk cache: the W1–W3 gradients' cold first call, first call in a new process, and steady state.
+
+    python benchmarks/bench_cache.py            # full sizes (bench_spine.py's)
+    python benchmarks/bench_cache.py --quick    # small sizes, a smoke test
+
+Each measurement is a fresh Python process (``S2S_CACHE_DIR`` pointing at a
+folder of this run): the *cold* process starts from an empty cache (parse,
+transform, generate, Numba compile, store); the *warm* process starts from
+the cache the cold one filled (load the module, load Numba's compiled code).
+The first call is timed inside the process, from just before the call to
+just after it, so interpreter start and ``import s2s`` are left out (the
+import is reported on its own). Steady state is the median of repeated calls
+in the warm process. The aims of the issue: the warm first call under 10% of
+the cold one, and under 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHILD = r"""
+import json, statistics, sys, time
+start = time.perf_counter()
+import s2s
+imported = time.perf_counter() - start
+sys.path.insert(0, {here!r})
+import bench_spine as spine
+workload, size = {workload!r}, {size!r}
+data = spine.make_data(workload, size)
+call = spine.prepare_s2s(workload, data, {{}})
+start = time.perf_counter()
+call()
+first = time.perf_counter() - start
+times = []
+for _ in range({repeats}):
+    start = time.perf_counter()
+    call()
+    times.append(time.perf_counter() - start)
+print(json.dumps({{"import": imported, "first": first, "steady": statistics.median(times)}}))
+"""
+
+
+NUMBA_MODULE = """
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def w1_grad(x):
+    g = np.empty_like(x)
+    for i in range(x.shape[0]):
+        e = np.exp(-x[i])
+        g[i] = e / (1.0 + e) ** 2
+    return g
+"""
+
+NUMBA_CHILD = r"""
+import sys, time
+sys.path.insert(0, {folder!r})
+import numpy as np
+import hand
+x = np.linspace(-1.0, 1.0, 1000)
+start = time.perf_counter()
+hand.w1_grad(x)
+print(time.perf_counter() - start)
+"""
+
+
+def numba_floor() -> float:
+    """The first call of a hand-written ``@numba.njit(cache=True)`` function in a new process, its cache warm."""
+    with tempfile.TemporaryDirectory(prefix="s2s-bench-numba-") as folder:
+        with open(os.path.join(folder, "hand.py"), "w") as out:
+            out.write(NUMBA_MODULE)
+        for _ in range(2):  # the first process compiles and stores, the second loads
+            done = subprocess.run([sys.executable, "-c", NUMBA_CHILD.format(folder=folder)], capture_output=True,
+                                  text=True, timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr)
+        return float(done.stdout.strip())
+
+
+def measure(workload: str, size: dict, cache: str, repeats: int) -> dict:
+    """One fresh process's import time, first call and steady state for ``workload``."""
+    code = CHILD.format(here=HERE, workload=workload, size=size, repeats=repeats)
+    env = {**os.environ, "S2S_CACHE_DIR": cache, "S2S_DISK_CACHE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{workload}: the measuring process failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1e3:9.1f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} us"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes (bench_spine's --quick)")
+    parser.add_argument("--repeats", type=int, default=20, help="calls for the steady-state median")
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, HERE)
+    import bench_spine as spine
+
+    sizes = spine.QUICK if args.quick else spine.FULL
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"s2s disk cache: cold and warm first calls, {os.cpu_count()} CPU(s), 1-minute load {load:.2f}")
+    print(f"{'workload':8}  {'cold first':>12}  {'warm first':>12}  {'warm/cold':>9}  {'steady':>12}  "
+          f"{'import s2s':>12}")
+    results, aims = {}, []
+    for workload in ("W1", "W2", "W3"):
+        with tempfile.TemporaryDirectory(prefix="s2s-bench-cache-") as cache:
+            cold = measure(workload, sizes[workload], cache, args.repeats)
+            warm = measure(workload, sizes[workload], cache, args.repeats)
+        ratio = warm["first"] / cold["first"]
+        results[workload] = {"cold": cold, "warm": warm, "warm_over_cold": ratio}
+        print(f"{workload:8}  {fmt(cold['first'])}  {fmt(warm['first'])}  {ratio:8.1%}  {fmt(warm['steady'])}  "
+              f"{fmt(warm['import'])}")
+        aims.append((f"{workload}: warm first call < 10% of the cold one", ratio < 0.10, f"{ratio:.1%}"))
+        aims.append((f"{workload}: warm first call < 100 ms", warm["first"] < 0.100, fmt(warm["first"]).strip()))
+    floor = numba_floor()
+    results["numba_floor"] = floor
+    print(f"\nthe floor: a hand-written @numba.njit(cache=True) function's first call in a new process, its "
+          f"cache warm: {fmt(floor).strip()} (Numba's own start-up: its CPU target and type registries)")
+    print("\nAims (from the issue):")
+    for text, met, measured in aims:
+        print(f"  [{'MET   ' if met else 'MISSED'}] {text:45} measured {measured}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"load_average": load, "results": results}, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
