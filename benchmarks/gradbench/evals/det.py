@@ -13,13 +13,11 @@ forward sweep): for this recursion it is several times faster than
 and an ell^2 gradient.
 """
 
-import time
-
 import numpy as np
 
 import s2s
 
-from .common import runs
+from .common import compiled_runs
 
 
 def det_of_minor(A, ell, row, removed):
@@ -55,30 +53,15 @@ primal_fn = s2s.jit(det)
 gradient_fn = s2s.jacfwd(det)
 
 
-def compiled(transformed, args):
-    """The Numba function s2s compiled for ``args`` (built now), and a "compile" timing.
-
-    Calling it directly leaves out the per-call argument checks of the
-    ``Transformed`` wrapper (about 15 us), which would dominate small sizes.
-    """
-    start = time.perf_counter_ns()
-    fn = transformed.entry(args).function
-    return fn, {"name": "compile", "nanoseconds": time.perf_counter_ns() - start}
-
-
 def _prepare(input):
     return np.asarray(input["A"], dtype=np.float64), int(input["ell"])
 
 
 def primal(input):
-    args = _prepare(input)
-    fn, compile_timing = compiled(primal_fn, args)
-    output, timings = runs(fn, args, input)
-    return float(output), [compile_timing] + timings
+    output, timings = compiled_runs(primal_fn, _prepare(input), input)
+    return float(output), timings
 
 
 def gradient(input):
-    args = _prepare(input)
-    fn, compile_timing = compiled(gradient_fn, args)
-    output, timings = runs(fn, args, input)
-    return np.asarray(output).tolist(), [compile_timing] + timings
+    output, timings = compiled_runs(gradient_fn, _prepare(input), input)
+    return np.asarray(output).tolist(), timings

@@ -7,13 +7,11 @@ The polynomial is evaluated by Horner's rule, a loop over scalars; the
 gradient is ``s2s.grad`` of the same function.
 """
 
-import time
-
 import numpy as np
 
 import s2s
 
-from .common import runs
+from .common import compiled_runs
 
 
 def llsq(x, n):
@@ -33,30 +31,15 @@ primal_fn = s2s.jit(llsq)
 gradient_fn = s2s.grad(llsq)
 
 
-def compiled(transformed, args):
-    """The Numba function s2s compiled for ``args`` (built now), and a "compile" timing.
-
-    Calling it directly leaves out the per-call argument checks of the
-    ``Transformed`` wrapper (about 15 us), which would dominate small sizes.
-    """
-    start = time.perf_counter_ns()
-    fn = transformed.entry(args).function
-    return fn, {"name": "compile", "nanoseconds": time.perf_counter_ns() - start}
-
-
 def _prepare(input):
     return np.asarray(input["x"], dtype=np.float64), int(input["n"])
 
 
 def primal(input):
-    args = _prepare(input)
-    fn, compile_timing = compiled(primal_fn, args)
-    output, timings = runs(fn, args, input)
-    return float(output), [compile_timing] + timings
+    output, timings = compiled_runs(primal_fn, _prepare(input), input)
+    return float(output), timings
 
 
 def gradient(input):
-    args = _prepare(input)
-    fn, compile_timing = compiled(gradient_fn, args)
-    output, timings = runs(fn, args, input)
-    return output.tolist(), [compile_timing] + timings
+    output, timings = compiled_runs(gradient_fn, _prepare(input), input)
+    return output.tolist(), timings

@@ -10,13 +10,11 @@ previous elements as scalars: the same operations as four separate sweeps,
 without the four temporary arrays. The gradient is ``s2s.grad``.
 """
 
-import time
-
 import numpy as np
 
 import s2s
 
-from .common import runs
+from .common import compiled_runs
 
 
 def rk4_step(x, y, h):
@@ -58,30 +56,15 @@ primal_fn = s2s.jit(ode)
 gradient_fn = s2s.grad(last)
 
 
-def compiled(transformed, args):
-    """The Numba function s2s compiled for ``args`` (built now), and a "compile" timing.
-
-    Calling it directly leaves out the per-call argument checks of the
-    ``Transformed`` wrapper (about 15 us), which would dominate small sizes.
-    """
-    start = time.perf_counter_ns()
-    fn = transformed.entry(args).function
-    return fn, {"name": "compile", "nanoseconds": time.perf_counter_ns() - start}
-
-
 def _prepare(input):
     return np.asarray(input["x"], dtype=np.float64), int(input["s"])
 
 
 def primal(input):
-    args = _prepare(input)
-    fn, compile_timing = compiled(primal_fn, args)
-    output, timings = runs(fn, args, input)
-    return output.tolist(), [compile_timing] + timings
+    output, timings = compiled_runs(primal_fn, _prepare(input), input)
+    return output.tolist(), timings
 
 
 def gradient(input):
-    args = _prepare(input)
-    fn, compile_timing = compiled(gradient_fn, args)
-    output, timings = runs(fn, args, input)
-    return output.tolist(), [compile_timing] + timings
+    output, timings = compiled_runs(gradient_fn, _prepare(input), input)
+    return output.tolist(), timings
