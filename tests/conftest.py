@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from numba.core.runtime import _nrt_python, rtsys
 
 import s2s
 from s2s.check import numerical_grad
@@ -84,3 +85,15 @@ def line_of(fn, marker):
 def def_line(fn):
     """The line of ``fn``'s ``def`` statement."""
     return inspect.getsourcelines(fn)[1]
+
+
+@pytest.fixture
+def nrt_stats():
+    """Numba's allocation counters, on (since Numba 0.57 they are off unless NUMBA_NRT_STATS=1 or this)."""
+    enabled = getattr(_nrt_python, "memsys_stats_enabled", None)
+    was = True if enabled is None else bool(enabled())
+    if not was:
+        _nrt_python.memsys_enable_stats()
+    yield rtsys
+    if not was:
+        _nrt_python.memsys_disable_stats()

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from numba import cuda
 from numba.core import config
-from numba.core.runtime import _nrt_python, rtsys
+from numba.core.runtime import rtsys
 
 import s2s
 from s2s.build import Module
@@ -86,18 +86,6 @@ def line_of(fn, marker):
 
 
 # ------------------------------------------------------------------------------------------- the "into" variant
-@pytest.fixture
-def nrt_stats():
-    """Numba's allocation counters, on (since Numba 0.57 they are off unless NUMBA_NRT_STATS=1 or this)."""
-    enabled = getattr(_nrt_python, "memsys_stats_enabled", None)
-    was = True if enabled is None else bool(enabled())
-    if not was:
-        _nrt_python.memsys_enable_stats()
-    yield rtsys
-    if not was:
-        _nrt_python.memsys_disable_stats()
-
-
 @numba.njit
 def _noop(*args):
     return 0

@@ -12,7 +12,7 @@ import gc
 import numba
 import numpy as np
 import pytest
-from numba.core.runtime import _nrt_python, rtsys
+from numba.core.runtime import rtsys
 
 import s2s
 from s2s.check import numerical_grad
@@ -33,18 +33,6 @@ def sq_loss_assigned(p, t):
 @numba.njit
 def _noop(*args):
     return 0
-
-
-@pytest.fixture
-def nrt_stats():
-    """Numba's allocation counters, on (since Numba 0.57 they are off unless NUMBA_NRT_STATS=1 or this)."""
-    enabled = getattr(_nrt_python, "memsys_stats_enabled", None)
-    was = True if enabled is None else bool(enabled())
-    if not was:
-        _nrt_python.memsys_enable_stats()
-    yield rtsys
-    if not was:
-        _nrt_python.memsys_disable_stats()
 
 
 def count(fn, *args):
