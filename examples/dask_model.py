@@ -8,6 +8,7 @@ the compiled entry from the shared disk cache (``S2S_CACHE_DIR``).
 import time
 
 import numpy as np
+from numba.core import event
 
 import s2s
 
@@ -20,19 +21,26 @@ def loss(w, x, y):
 per_example = s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0))
 
 
-def block_gradients(x_block, y_block, w):
+def block_gradients(x_block: np.ndarray, y_block: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Per-example gradients of the rows of one block (``y_block`` is a column)."""
     return per_example(w, x_block, y_block[:, 0])
 
 
-def analytic_gradients(w, x, y):
+def analytic_gradients(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The same gradients, written by hand: 2 (tanh(x.w) - y) (1 - tanh^2) x."""
     t = np.tanh(x @ w)
     return (2 * (t - y) * (1 - t * t))[:, None] * x
 
 
-def first_call_seconds(w, d: int) -> float:
-    """How long this process's first call of ``per_example`` takes (a cache hit loads instead of compiling)."""
-    start = time.perf_counter()
-    per_example(w, np.ones((2, d)), np.ones(2))
-    return time.perf_counter() - start
+def first_call(w: np.ndarray) -> tuple[float, int]:
+    """This process's first call of ``per_example``: seconds, and how many functions Numba compiled for it.
+
+    Numba announces a compilation with a ``numba:compile`` event and does not
+    when it loads the compiled code from its cache: a process that finds the
+    entries in the disk cache compiles nothing.
+    """
+    with event.install_recorder("numba:compile") as recorder:
+        start = time.perf_counter()
+        per_example(w, np.ones((2, w.shape[0])), np.ones(2))
+        seconds = time.perf_counter() - start
+    return seconds, sum(1 for _, e in recorder.buffer if e.is_start)

@@ -88,3 +88,6 @@ def test_bench_cache_quick(tmp_path):
     assert "Aims" in result.stdout
     payload = json.loads(out.read_text())
     assert {"W1", "W2", "W3"} <= set(payload["results"])
+    for workload in ("W1", "W2", "W3"):
+        row = payload["results"][workload]
+        assert row["cold"]["first"] > 0 and row["warm"]["first"] > 0 and row["warm_numba_started"]["first"] > 0
