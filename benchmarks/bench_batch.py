@@ -103,9 +103,13 @@ from bench_spine import (  # noqa: E402
     _finite,
     _GcOff,
     _load_average,
+    check_cell,
     fmt_ratio,
     fmt_time,
     keep_heap,
+    print_failures,
+    print_table,
+    repeats_cell,
     short_error,
     time_first_call,
     time_steady_state,
@@ -729,43 +733,14 @@ def print_report(rows, aims, allocation_aims, descriptions, references, meta):
               "check")
     table = []
     for r in rows:
-        if r.status == "skipped":
-            check = "skipped: " + r.note
-        elif r.status == "error":
-            check = "ERROR (see below)"
-        elif r.status == "mismatch":
-            check = f"MISMATCH (max rel err {r.max_rel_err:.1e})"
-        else:
-            check = f"ok (rel err {r.max_rel_err:.0e})"
-        reps = "-" if not r.repeats else f"{r.repeats}{'*' if r.capped else ''}"
+        check = check_cell(r)
+        reps = repeats_cell(r)
         table.append((r.workload, r.label, fmt_time(r.first_s), fmt_time(r.median_s), reps, fmt_ratio(r.vs_numba),
                       fmt_ratio(r.vs_jax), "-" if r.allocations is None else str(r.allocations),
                       "-" if r.faults_per_call is None else f"{r.faults_per_call:.0f}", check))
-    widths = [max(len(str(x[k])) for x in [header, *table]) for k in range(len(header) - 1)]
-    right = {2, 3, 4, 5, 6, 7, 8}
+    print_table(header, table, {2, 3, 4, 5, 6, 7, 8}, rows)
 
-    def line(cells):
-        parts = [(str(c).rjust(w) if k in right else str(c).ljust(w)) for k, (c, w) in enumerate(zip(cells, widths))]
-        return "  ".join(parts) + "  " + str(cells[-1])
-
-    print(line(header))
-    print("-" * (sum(widths) + 2 * len(widths) + len(header[-1])))
-    previous = None
-    for cells in table:
-        if previous is not None and cells[0] != previous:
-            print()
-        previous = cells[0]
-        print(line(cells))
-    if any(r.capped for r in rows):
-        print("* fewer repeats than --min-repeats: the row reached --max-row-time")
-
-    failures = [r for r in rows if r.status in ("error", "mismatch")]
-    if failures:
-        print()
-        print("FAILURES:")
-        for r in failures:
-            kind = "wrong result" if r.status == "mismatch" else r.note
-            print(f"  {r.workload} {r.label}: {kind}: {r.error}")
+    print_failures(rows, lambda r: r.label, "wrong result")
     notes = [r for r in rows if r.note and r.status not in ("skipped", "error")]
     for r in notes:
         print(f"  note: {r.workload} {r.label}: {r.note}")

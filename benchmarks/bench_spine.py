@@ -542,6 +542,53 @@ def evaluate_aims(rows: list[Row]) -> list[dict]:
     return out
 
 
+def check_cell(r, detail: str | None = None) -> str:
+    """The "check" column of a row: skipped, an error, a mismatch, or ``detail`` (default: ok and its error)."""
+    if r.status == "skipped":
+        return "skipped: " + r.note
+    if r.status == "error":
+        return "ERROR (see below)"
+    if r.status == "mismatch":
+        return f"MISMATCH (max rel err {r.max_rel_err:.1e})"
+    return detail or f"ok (rel err {r.max_rel_err:.0e})"
+
+
+def repeats_cell(r) -> str:
+    """The "reps" column: how many calls the median is of (``*``: capped by --max-row-time)."""
+    return "-" if not r.repeats else f"{r.repeats}{'*' if r.capped else ''}"
+
+
+def print_table(header: tuple, table: list, right: set, rows: list) -> None:
+    """The aligned results table, a blank line between workloads (the columns in ``right`` right-aligned)."""
+    widths = [max(len(str(x[k])) for x in [header, *table]) for k in range(len(header) - 1)]
+
+    def line(cells):
+        parts = [(str(c).rjust(w) if k in right else str(c).ljust(w)) for k, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts) + "  " + str(cells[-1])
+
+    print(line(header))
+    print("-" * (sum(widths) + 2 * len(widths) + len(header[-1])))
+    previous = None
+    for cells in table:
+        if previous is not None and cells[0] != previous:
+            print()
+        previous = cells[0]
+        print(line(cells))
+    if any(r.capped for r in rows):
+        print("* fewer repeats than --min-repeats: the row reached --max-row-time")
+
+
+def print_failures(rows: list, label, wrong: str) -> None:
+    """The rows that failed or disagreed with the reference (``label(row)`` names the tool)."""
+    failures = [r for r in rows if r.status in ("error", "mismatch")]
+    if failures:
+        print()
+        print("FAILURES:")
+        for r in failures:
+            kind = wrong if r.status == "mismatch" else r.note
+            print(f"  {r.workload} {label(r)}: {kind}: {r.error}")
+
+
 def print_report(rows, aims, descriptions, meta):
     print()
     print(f"s2s spine benchmark ({'quick' if meta['quick'] else 'full'} sizes), float64, "
@@ -562,45 +609,14 @@ def print_report(rows, aims, descriptions, meta):
     header = ("workload", "tool", "first call", "median", "reps", "vs Numba", "vs NumPy", "faults/call", "check")
     table = []
     for r in rows:
-        if r.status == "skipped":
-            check = "skipped: " + r.note
-        elif r.status == "error":
-            check = "ERROR (see below)"
-        elif r.status == "mismatch":
-            check = f"MISMATCH (max rel err {r.max_rel_err:.1e})"
-        elif r.check == "ok":
-            check = f"ok (rel err {r.max_rel_err:.0e})"
-        else:
-            check = r.check
-        reps = "-" if not r.repeats else f"{r.repeats}{'*' if r.capped else ''}"
+        check = check_cell(r, None if r.check == "ok" else r.check)
+        reps = repeats_cell(r)
         table.append((r.workload, TOOL_NAMES[r.tool], fmt_time(r.first_s), fmt_time(r.median_s), reps,
                       fmt_ratio(r.vs_numba), fmt_ratio(r.vs_numpy),
                       "-" if r.faults_per_call is None else f"{r.faults_per_call:.0f}", check))
-    widths = [max(len(str(x[k])) for x in [header, *table]) for k in range(len(header) - 1)]
-    right = {2, 3, 4, 5, 6, 7}
+    print_table(header, table, {2, 3, 4, 5, 6, 7}, rows)
 
-    def line(cells):
-        parts = [(str(c).rjust(w) if k in right else str(c).ljust(w)) for k, (c, w) in enumerate(zip(cells, widths))]
-        return "  ".join(parts) + "  " + str(cells[-1])
-
-    print(line(header))
-    print("-" * (sum(widths) + 2 * len(widths) + len(header[-1])))
-    previous = None
-    for cells in table:
-        if previous is not None and cells[0] != previous:
-            print()
-        previous = cells[0]
-        print(line(cells))
-    if any(r.capped for r in rows):
-        print("* fewer repeats than --min-repeats: the row reached --max-row-time")
-
-    failures = [r for r in rows if r.status in ("error", "mismatch")]
-    if failures:
-        print()
-        print("FAILURES:")
-        for r in failures:
-            kind = "wrong gradient" if r.status == "mismatch" else r.note
-            print(f"  {r.workload} {TOOL_NAMES[r.tool]}: {kind}: {r.error}")
+    print_failures(rows, lambda r: TOOL_NAMES[r.tool], "wrong gradient")
 
     print()
     print("Aims (from the issue), s2s steady-state median against its peer in this run:")
