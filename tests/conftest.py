@@ -97,3 +97,15 @@ def nrt_stats():
     yield rtsys
     if not was:
         _nrt_python.memsys_disable_stats()
+
+
+def fd_jacobian(fn, x, eps=1e-6):
+    """The Jacobian of an array function of an array, by central differences: shape out.shape + x.shape."""
+    out = np.asarray(fn(x))
+    jac = np.zeros(out.shape + x.shape)
+    for j in range(x.size):
+        e = np.zeros(x.size)
+        e[j] = eps
+        e = e.reshape(x.shape)
+        jac[(...,) + np.unravel_index(j, x.shape)] = (np.asarray(fn(x + e)) - np.asarray(fn(x - e))) / (2 * eps)
+    return jac

@@ -8,7 +8,7 @@ references are exact formulas or central differences of hand-written
 
 import numpy as np
 import pytest
-from conftest import runtime_helpers
+from conftest import fd_jacobian, runtime_helpers
 
 import s2s
 
@@ -19,18 +19,6 @@ X4 = np.array([0.4, -0.7, 1.1, 0.3])
 def fd_derivative(fn, x, eps=EPS):
     """The central difference of a scalar function of a float."""
     return (fn(x + eps) - fn(x - eps)) / (2 * eps)
-
-
-def fd_jacobian(fn, x, eps=EPS):
-    """The Jacobian of an array function of an array (shape out.shape + x.shape), by central differences."""
-    out = np.asarray(fn(x))
-    jac = np.zeros(out.shape + x.shape)
-    for j in range(x.size):
-        e = np.zeros(x.size)
-        e[j] = eps
-        e = e.reshape(x.shape)
-        jac[(...,) + np.unravel_index(j, x.shape)] = (np.asarray(fn(x + e)) - np.asarray(fn(x - e))) / (2 * eps)
-    return jac
 
 
 # =========================================================================== scalar functions
@@ -152,7 +140,7 @@ def test_hessian_of_a_function_with_loops():
     with runtime_helpers():
         h = s2s.hessian(chain_loop)(X4)
     np.testing.assert_allclose(h, chain_loop_hessian(X4), rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(h, fd_jacobian(chain_loop_grad, X4), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(h, fd_jacobian(chain_loop_grad, X4, EPS), rtol=1e-7, atol=1e-9)
 
 
 def rosenbrock(x):
@@ -172,7 +160,7 @@ def rosenbrock_grad(x):
 
 
 def test_jacfwd_and_jacrev_of_grad():
-    expected = fd_jacobian(rosenbrock_grad, X4)
+    expected = fd_jacobian(rosenbrock_grad, X4, EPS)
     np.testing.assert_allclose(s2s.grad(rosenbrock)(X4), rosenbrock_grad(X4), rtol=1e-12)
     with runtime_helpers():
         hf = s2s.jacfwd(s2s.grad(rosenbrock))(X4)

@@ -6,6 +6,7 @@ NumPy results, exact formulas or central finite differences.
 
 import numpy as np
 import pytest
+from conftest import fd_jacobian
 
 import s2s
 from s2s.check import numerical_grad
@@ -26,18 +27,6 @@ def loss(w, x, y):
 
 def scaled_sin(x, c):
     return np.sin(x) * c
-
-
-def fd_jacobian(fn, x, eps=1e-6):
-    """The Jacobian of an array function of an array: shape out.shape + x.shape."""
-    out = np.asarray(fn(x))
-    jac = np.zeros(out.shape + x.shape)
-    for j in range(x.size):
-        e = np.zeros(x.size)
-        e[j] = eps
-        e = e.reshape(x.shape)
-        jac[(...,) + np.unravel_index(j, x.shape)] = (np.asarray(fn(x + e)) - np.asarray(fn(x - e))) / (2 * eps)
-    return jac
 
 
 # =========================================================================== in_axes and out_axes
