@@ -13,6 +13,27 @@ import math
 import numpy as np
 import pytest
 from conftest import runtime_helpers
+from test_constructs import (  # the programs of the reverse-mode tests, differentiated here in forward mode
+    f_break,
+    f_closure,
+    f_continue,
+    f_enumerate,
+    f_if_elif,
+    f_iter_rows,
+    f_iter_vector,
+    f_nested_def,
+    f_range_bounds,
+    f_read_index,
+    f_read_slices,
+    f_recursion,
+    f_return_in_loop,
+    f_ternary,
+    f_while_counter,
+    f_while_value,
+    f_zip,
+    helper_poly,
+    helper_square_plus,
+)
 
 import s2s
 from s2s.errors import InputError
@@ -107,20 +128,6 @@ def assert_jacfwd(fn, args, argnum=0, rtol=1e-6, atol=1e-8):
 # --------------------------------------------------------------------------- module-level helpers
 
 
-def helper_square_plus(a, b):
-    return a * a + b
-
-
-def helper_poly(u):
-    return 3.0 * u ** 3 - u
-
-
-def helper_recursive_pow(x, n):
-    if n == 0:
-        return 1.0
-    return x * helper_recursive_pow(x, n - 1)
-
-
 # =========================================================================== scalar statements
 
 
@@ -154,18 +161,6 @@ def test_power():
     assert_jvp(f_pow, (x, y))
 
 
-def f_if_elif(x):
-    if x < -1.0:
-        y = -x * x
-    elif x < 0.0:
-        y = 3.0 * x
-    elif x < 1.0:
-        y = np.sin(x) + 2.0
-    else:
-        y = x ** 3
-    return y * x
-
-
 def test_if_elif_else():
     expected = {-2.0: -3 * 4.0, -0.5: 6 * -0.5, 0.5: np.cos(0.5) * 0.5 + np.sin(0.5) + 2.0, 1.5: 4 * 1.5 ** 3}
     for x, d in expected.items():
@@ -174,25 +169,12 @@ def test_if_elif_else():
         assert_jvp(f_if_elif, (x,), (0.7,))
 
 
-def f_ternary(x, y):
-    a = x * x if x > y else y * 3.0
-    b = (np.cos(a) if a < 1.0 else a * y) + x
-    return a * b
-
-
 def test_ternary():
     for point in [(1.1, 0.4), (0.2, 0.25), (-0.3, 0.9)]:
         assert_jvp(f_ternary, point)
 
 
 # =========================================================================== loops
-
-
-def f_range_bounds(x, a, b, step):
-    s = 0.0
-    for i in range(a, b, step):
-        s = s + x[i] * x[i] * (i + 1.0)
-    return s
 
 
 def test_for_range_runtime_bounds_and_negative_step():
@@ -220,31 +202,10 @@ def test_for_range_carried_array():
     assert t[2] != 0.0 and np.all(t[[0, 1, 3, 4]] == 0.0)  # element-wise: a diagonal Jacobian
 
 
-def f_iter_rows(x):
-    s = 0.0
-    for row in x:
-        s = s + row[0] * row[1] - row[2] * row[2]
-    return s
-
-
-def f_iter_vector(x):
-    s = 1.0
-    for v in x:
-        s = s * (1.0 + v * v)
-    return s
-
-
 def test_for_over_array():
     assert_jvp(f_iter_rows, (M34,))
     assert_jvp(f_iter_vector, (X5,))
     assert_jacfwd(f_iter_vector, (X5,))
-
-
-def f_enumerate(x):
-    s = 0.0
-    for i, v in enumerate(x):
-        s = s + (i + 1.0) * v * v
-    return s
 
 
 def test_enumerate():
@@ -252,35 +213,11 @@ def test_enumerate():
     np.testing.assert_allclose(jac, 2 * X5 * np.arange(1.0, 6.0), rtol=1e-12)
 
 
-def f_zip(x, y):
-    s = 0.0
-    for a, b in zip(x, y):
-        s = s + a * b * b
-    return s
-
-
 def test_zip():
     y = X5[::-1].copy() + 0.3
     assert_jvp(f_zip, (X5, y))
     _, t = s2s.jvp(f_zip, (X5, y), (np.zeros(5), np.ones(5)))
     assert t == pytest.approx(np.sum(2 * X5 * y), rel=1e-12)
-
-
-def f_while_counter(x, n):
-    i = 0
-    s = 0.0
-    while i < n:
-        s = s + x[i] * x[i + 1]
-        i += 1
-    return s
-
-
-def f_while_value(x):
-    k = 0
-    while x < 10.0:
-        x = x * 1.5 + 0.1
-        k += 1
-    return x * k
 
 
 def test_while():
@@ -291,33 +228,6 @@ def test_while():
         assert t == pytest.approx(1.5 ** trips * trips, rel=1e-12)
         assert_jvp(f_while_value, (x0,), (1.0,))
     assert s2s.jvp(f_while_value, (12.0,), (1.0,)) == (0.0, 0.0)
-
-
-def f_break(x):
-    s = 0.0
-    for i in range(x.shape[0]):
-        if s > 1.0:
-            break
-        s = s + x[i] * x[i]
-    return s * x[0]
-
-
-def f_continue(x):
-    s = 0.0
-    for i in range(x.shape[0]):
-        if x[i] < 0.0:
-            continue
-        s = s + np.sin(x[i]) * x[i]
-    return s
-
-
-def f_return_in_loop(x):
-    s = 1.0
-    for i in range(x.shape[0]):
-        s = s * x[i]
-        if s < -0.5:
-            return s * 2.0
-    return s
 
 
 def test_break():
@@ -388,24 +298,8 @@ def test_call_module_level_function():
     assert_jvp(f_calls_module_level, (1.1, 0.6), (0.0, 1.0))
 
 
-def f_nested_def(x, y):
-    def inner(a):
-        return a * np.exp(a)
-
-    return inner(x) + inner(x * y) * y
-
-
 def test_call_nested_def():
     assert_jvp(f_nested_def, (0.7, -0.4))
-
-
-def f_closure(x, y):
-    w = y * y
-
-    def inner(a):
-        return a * w + x
-
-    return inner(x * 3.0) * inner(y)
 
 
 def test_call_closure():
@@ -425,10 +319,6 @@ def test_helper_called_in_loop():
     np.testing.assert_allclose(jac, np.diag(9.0 * X5 ** 2 - 1.0), rtol=1e-12)
 
 
-def f_recursion(x):
-    return helper_recursive_pow(x, 5)
-
-
 def test_recursion(monkeypatch):
     # as in test_constructs: a recursive function loaded back from the disk cache is not reliable
     monkeypatch.setenv("S2S_DISK_CACHE", "0")
@@ -438,21 +328,6 @@ def test_recursion(monkeypatch):
 
 
 # =========================================================================== arrays
-
-
-def f_read_index(x, m):
-    s = 0.0
-    for i in range(x.shape[0]):
-        s = s + x[i] * m[i, (i + 1) % m.shape[1]]
-    return s * m[0, 0] + x[-1] * m[-1, -2]
-
-
-def f_read_slices(x):
-    a = x[1:7:2]
-    b = x[::-2]
-    c = x[-3:]
-    d = x[:4]
-    return np.sum(a * a) + np.sum(b[:3] * c) + np.sum(d * x[4:])
 
 
 def f_read_2d_slices(m):
