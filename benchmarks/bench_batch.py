@@ -100,9 +100,13 @@ import numpy as np  # noqa: E402 - after the thread settings above
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The timing machinery is the spine benchmark's: first call, then the tools taking turns in rounds, medians.
 from bench_spine import (  # noqa: E402
+    Skip,
     _finite,
     _GcOff,
+    _jax,
+    _jax_put,
     _load_average,
+    _s2s,
     check_cell,
     fmt_ratio,
     fmt_time,
@@ -234,33 +238,6 @@ def _numba_functions():
 # The rows: (workload, tool, label, prepare). ``prepare(data)`` returns a zero-argument callable computing the
 # result; all conversion of inputs happens there, outside the timed region.
 # ---------------------------------------------------------------------------------------------------------------
-class Skip(Exception):
-    """The tool is not installed."""
-
-
-def _s2s():
-    try:
-        import s2s
-    except ImportError as exc:
-        raise Skip(f"s2s not importable ({exc})") from None
-    return s2s
-
-
-def _jax():
-    try:
-        import jax
-    except ImportError as exc:
-        raise Skip(f"jax not installed ({exc}); pip install 's2s-ad[bench]'") from None
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
-def _jax_put(jax, data, keys):
-    import jax.numpy as jnp
-
-    return [jax.device_put(jnp.asarray(data[k], dtype=jnp.float64)) for k in keys]
-
-
 # --- W4: per-example gradients -------------------------------------------------------------------------------
 def numba_per_example(data):
     fn = _numba_functions()["per_example"]

@@ -73,8 +73,12 @@ import numpy as np  # noqa: E402 - after the thread settings above
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The timing machinery is the spine benchmark's: first call, then the tools taking turns in rounds, medians.
 from bench_spine import (  # noqa: E402
+    Skip,
     _finite,
+    _jax,
+    _jax_put,
     _load_average,
+    _s2s,
     check_cell,
     fmt_ratio,
     fmt_time,
@@ -224,27 +228,6 @@ def reference(workload: str, data: dict) -> tuple[np.ndarray, str, float]:
 # the result; all conversion of inputs happens there, outside the timed region. ``kind`` groups rows computing
 # the same thing the same way (a row's "vs JAX" is against the fastest JAX row of its kind).
 # ---------------------------------------------------------------------------------------------------------------
-class Skip(Exception):
-    """The tool is not installed."""
-
-
-def _s2s():
-    try:
-        import s2s
-    except ImportError as exc:
-        raise Skip(f"s2s not importable ({exc})") from None
-    return s2s
-
-
-def _jax():
-    try:
-        import jax
-    except ImportError as exc:
-        raise Skip(f"jax not installed ({exc}); pip install 's2s-ad[bench]'") from None
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
 def _autograd():
     try:
         import autograd
@@ -252,12 +235,6 @@ def _autograd():
     except ImportError as exc:
         raise Skip(f"autograd not installed ({exc}); pip install 's2s-ad[bench]'") from None
     return autograd, anp
-
-
-def _jax_put(jax, data, keys):
-    import jax.numpy as jnp
-
-    return [jax.device_put(jnp.asarray(data[k], dtype=jnp.float64)) for k in keys]
 
 
 # --- Hessian of sum_logistic ---------------------------------------------------------------------------------

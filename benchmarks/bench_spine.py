@@ -215,10 +215,7 @@ def prepare_numpy(workload, data, state):
 
 
 def prepare_s2s(workload, data, state):
-    try:
-        import s2s
-    except ImportError as exc:
-        raise Skip(f"s2s not importable ({exc})") from None
+    s2s = _s2s()
     if workload == "W1":
         g = s2s.grad(w1_loss, target="cpu")
         return lambda: g(data["x"])
@@ -229,6 +226,14 @@ def prepare_s2s(workload, data, state):
     return lambda: g(data["w1"], data["w2"], data["x"], data["y"])
 
 
+def _s2s():
+    try:
+        import s2s
+    except ImportError as exc:
+        raise Skip(f"s2s not importable ({exc})") from None
+    return s2s
+
+
 def _jax():
     try:
         import jax
@@ -236,6 +241,13 @@ def _jax():
         raise Skip(f"jax not installed ({exc}); pip install 's2s-ad[bench]'") from None
     jax.config.update("jax_enable_x64", True)
     return jax
+
+
+def _jax_put(jax, data, keys):
+    """``data[k]`` for each of ``keys`` as float64 JAX arrays on the default device."""
+    import jax.numpy as jnp
+
+    return [jax.device_put(jnp.asarray(data[k], dtype=jnp.float64)) for k in keys]
 
 
 def prepare_jax(workload, data, state):
