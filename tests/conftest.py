@@ -7,9 +7,7 @@ import os
 if os.environ.get("S2S_TEST_REAL_CUDA") != "1":
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-import contextlib
 import inspect
-import re
 
 import numpy as np
 import pytest
@@ -20,30 +18,6 @@ from s2s.check import numerical_grad
 
 TARGETS = ("cpu", "python")
 targets = pytest.mark.parametrize("target", TARGETS)
-
-
-_MISSING = re.compile(r"module 's2s_runtime' has no attribute '(\w+)'")
-
-
-@contextlib.contextmanager
-def runtime_helpers():
-    """Turn a failure caused only by a helper missing from ``s2s_runtime`` into an xfail naming it.
-
-    The runtime helpers are being written; once a helper exists, the test
-    runs for real (any other failure fails the test as usual).
-    """
-    try:
-        yield
-    except Exception as exc:
-        chain, seen = [], exc
-        while seen is not None:
-            chain.append(seen)
-            seen = seen.__cause__ or seen.__context__
-        for e in chain:
-            match = _MISSING.search(str(e))
-            if match:
-                pytest.xfail(f"runtime helper missing: rt.{match.group(1)}")
-        raise
 
 
 def assert_grads(fn, args, argnums=None, target="cpu", rtol=1e-6, atol=1e-8, nonzero=True):
@@ -58,8 +32,7 @@ def assert_grads(fn, args, argnums=None, target="cpu", rtol=1e-6, atol=1e-8, non
                         if isinstance(a, float) or (isinstance(a, np.ndarray) and a.dtype.kind == "f"))
     argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     originals = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    with runtime_helpers():
-        got = s2s.grad(fn, argnums=argnums, target=target)(*args)
+    got = s2s.grad(fn, argnums=argnums, target=target)(*args)
     assert isinstance(got, tuple) and len(got) == len(argnums)
     for a, o in zip(args, originals):
         if isinstance(a, np.ndarray):

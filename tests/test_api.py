@@ -240,3 +240,35 @@ def test_gradient_call_does_not_modify_arguments(target):
     np.testing.assert_allclose(gx, [0.0, 2 * x1 * w * x1 + (4 * w * w + x1 * x1 + x2 * x2) * w, 2 * x2 * w * x1],
                                rtol=1e-12)
     assert gw == pytest.approx(8 * w * w * x1 + (4 * w * w + x1 * x1 + x2 * x2) * x1, rel=1e-12)
+
+
+def power_sum(x, k, w):
+    s = 0.0
+    for i in range(k):
+        s += w * np.sum(np.sin(x) * x ** (i + 1))
+    return s
+
+
+@s2s.custom_jvp
+def wrong_tangent_square(x):
+    return x * x
+
+
+@wrong_tangent_square.defjvp
+def _wrong_tangent_square_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return x * x, 3.0 * x * x_dot          # the tangent of x * x is 2 x x_dot
+
+
+def uses_wrong_tangent(x):
+    return np.sum(wrong_tangent_square(x))
+
+
+def test_check_grads_checks_both_modes_at_second_order():
+    s2s.check_grads(power_sum, (X, 3, 0.7), order=2, target="python")
+
+
+def test_check_grads_forward_mode_catches_a_wrong_tangent_rule():
+    s2s.check_grads(uses_wrong_tangent, (X,), modes=("rev",), target="python")   # reverse mode uses the body
+    with pytest.raises(AssertionError, match="tangent along argument 0"):
+        s2s.check_grads(uses_wrong_tangent, (X,), modes=("fwd",), target="python")

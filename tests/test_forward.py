@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-from conftest import runtime_helpers
 from test_constructs import (  # the programs of the reverse-mode tests, differentiated here in forward mode
     f_break,
     f_closure,
@@ -98,8 +97,7 @@ def assert_jvp(fn, args, tangents=None, rtol=1e-6, atol=1e-8, nonzero=True):
     """``s2s.jvp(fn)`` gives ``fn``'s value and its central directional difference; returns the tangent."""
     tangents = random_tangents(args) if tangents is None else tangents
     originals = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    with runtime_helpers():
-        out, out_dot = s2s.jvp(fn, args, tangents)
+    out, out_dot = s2s.jvp(fn, args, tangents)
     for a, o in zip(args, originals):
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, o, err_msg="jvp modified an argument")
@@ -116,8 +114,7 @@ def assert_jvp(fn, args, tangents=None, rtol=1e-6, atol=1e-8, nonzero=True):
 
 def assert_jacfwd(fn, args, argnum=0, rtol=1e-6, atol=1e-8):
     """``s2s.jacfwd(fn)`` matches the finite-difference Jacobian; returns it."""
-    with runtime_helpers():
-        jac = s2s.jacfwd(fn, argnums=argnum)(*args)
+    jac = s2s.jacfwd(fn, argnums=argnum)(*args)
     expected = fd_jacobian(fn, args, argnum)
     assert np.shape(jac) == expected.shape
     np.testing.assert_allclose(jac, expected, rtol=rtol, atol=atol)
@@ -524,8 +521,7 @@ def test_jacfwd_and_jacrev_agree_with_finite_differences_on_loops():
     args = (X8, W8, C8)
     expected = fd_jacobian(f_loops_8, args, 0)
     jf = s2s.jacfwd(f_loops_8)(*args)
-    with runtime_helpers():
-        jr = s2s.jacrev(f_loops_8)(*args)
+    jr = s2s.jacrev(f_loops_8)(*args)
     assert jf.shape == jr.shape == (8, 8)
     np.testing.assert_allclose(jf, expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(jr, expected, rtol=1e-6, atol=1e-8)
@@ -536,8 +532,7 @@ def test_jacfwd_and_jacrev_several_argnums():
     args = (X8, W8, C8)
     expected = tuple(fd_jacobian(f_loops_8, args, k) for k in range(3))
     for transform in (s2s.jacfwd, s2s.jacrev):
-        with runtime_helpers():
-            jacs = transform(f_loops_8, argnums=(0, 1, 2))(*args)
+        jacs = transform(f_loops_8, argnums=(0, 1, 2))(*args)
         assert isinstance(jacs, tuple) and len(jacs) == 3
         assert [j.shape for j in jacs] == [(8, 8), (8,), (8,)]
         for j, e in zip(jacs, expected):
@@ -552,8 +547,7 @@ def test_jacobian_shape_is_out_shape_plus_in_shape():
     v = np.array([0.3, -0.2, 0.8, 1.1])
     expected = [fd_jacobian(f_matrix_out, (M34, v), k) for k in (0, 1)]
     for transform in (s2s.jacfwd, s2s.jacrev):
-        with runtime_helpers():
-            jm, jv = transform(f_matrix_out, argnums=(0, 1))(M34, v)
+        jm, jv = transform(f_matrix_out, argnums=(0, 1))(M34, v)
         assert jm.shape == (3, 4, 3, 4) and jv.shape == (3, 4, 4)
         np.testing.assert_allclose(jm, expected[0], rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(jv, expected[1], rtol=1e-6, atol=1e-8)
@@ -657,16 +651,14 @@ def test_has_aux_grad_and_value_and_grad():
 def test_has_aux_jacfwd_and_jacrev():
     expected = fd_jacobian(lambda x, w: vec_with_aux(x, w)[0], (X3, 0.7), 0)
     for transform in (s2s.jacfwd, s2s.jacrev):
-        with runtime_helpers():
-            jac, aux = transform(vec_with_aux, has_aux=True)(X3, 0.7)
+        jac, aux = transform(vec_with_aux, has_aux=True)(X3, 0.7)
         assert aux == pytest.approx(np.sum(np.sin(X3) * 0.7), rel=1e-12)
         assert jac.shape == (3, 3)
         np.testing.assert_allclose(jac, expected, rtol=1e-6, atol=1e-8)
 
 
 def test_has_aux_vjp_and_jvp():
-    with runtime_helpers():
-        out, pullback, aux = s2s.vjp(vec_with_aux, X3, 0.7, has_aux=True)
+    out, pullback, aux = s2s.vjp(vec_with_aux, X3, 0.7, has_aux=True)
     np.testing.assert_allclose(out, np.sin(X3) * 0.7 * X3, rtol=1e-12)
     assert aux == pytest.approx(np.sum(np.sin(X3) * 0.7), rel=1e-12)
     ct = np.array([1.0, -2.0, 0.5])

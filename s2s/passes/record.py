@@ -11,7 +11,39 @@ placeholder of its type at the top, so that the first push has a value to
 save. Arrays are recorded on lists (``x_tape = []``: a reference, not a
 copy); scalar tapes are lowered to arrays by :mod:`s2s.passes.tapes`.
 
-    >>> # see s2s.passes.reverse for a generated example
+Here ``s`` and ``x`` are both overwritten in the loop, but only ``x`` is
+read by the adjoint sweep (in ``np.cos(x)`` and ``s_adj * x``), so only
+``x`` keeps its tape:
+
+    >>> import numba
+    >>> import numpy as np
+    >>> from s2s.build import Builder
+    >>> def f(x):
+    ...     s = 0.0
+    ...     for i in range(3):
+    ...         s = s + x * x
+    ...         x = np.sin(x)
+    ...     return s
+    >>> print(Builder(f, "grad", 0).source((numba.float64,)).split("@numba.njit")[-1].strip())
+    def f_grad(x):
+        x_tape = np.empty(0, np.float64)
+        x_tape_top = 0
+        s = 0.0
+        x_tape = rt.reserve(x_tape, x_tape_top + 3)
+        for i in range(3):
+            s = s + x * x
+            x_tape[x_tape_top] = x
+            x_tape_top += 1
+            x = np.sin(x)
+        x_adj = 0.0
+        s_adj = 1.0
+        for i in range(2, -1, -1):
+            x_tape_top -= 1
+            x = x_tape[x_tape_top]
+            x_adj = x_adj * np.cos(x)
+            x_adj += s_adj * x
+            x_adj += s_adj * x
+        return x_adj
 """
 
 from __future__ import annotations
