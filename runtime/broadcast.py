@@ -234,7 +234,8 @@ def reserve(tape, need):
     if size >= need:
         return tape
     grown = np.empty(max(need, 2 * size), tape.dtype)
-    grown[:size] = tape
+    for i in range(size):  # an element loop: a slice assignment compiles Numba's shape-error formatting
+        grown[i] = tape[i]
     return grown
 
 
