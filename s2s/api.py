@@ -25,6 +25,7 @@ import types
 from dataclasses import dataclass
 
 import numpy as np
+from numba._dispatcher import compute_fingerprint
 
 from .analysis.types import typeof_value
 from .backend import load
@@ -39,6 +40,7 @@ __all__ = ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", 
 
 TARGETS = ("cpu", "python")
 _FLOATS = (np.float32, np.float64)
+_LEAF_TYPES = frozenset({float, int, bool, np.ndarray, np.float32, np.float64, np.int32, np.int64, np.bool_})
 
 
 @dataclass
@@ -69,6 +71,7 @@ class Transformed:
         self.target = target
         self.signature = _signature(fn)
         self._entries: dict = {}
+        self._fast: dict = {}  # Numba's fingerprint of the arguments -> a call without checks (see __call__)
 
     def __repr__(self) -> str:
         return f"<s2s.{self.transform} of {getattr(self.fn, '__qualname__', self.fn)} (target={self.target})>"
@@ -194,8 +197,67 @@ class Transformed:
             raise self._explain(exc, values, names) from exc
 
     def __call__(self, *args, **kwargs):
+        if not kwargs:
+            try:
+                fast = self._fast.get(compute_fingerprint(args))
+            except NotImplementedError:  # a value Numba does not fingerprint (a dict, a dataclass)
+                fast = None
+            if fast is not None:
+                return fast(args)
         values, names = self.arguments(args, kwargs)
-        return self._outputs(self.run(values, names), values)
+        out = self._outputs(self.run(values, names), values)
+        if not kwargs:
+            self._add_fast_path(args)
+        return out
+
+    def _add_fast_path(self, args: tuple) -> None:
+        """Let later calls with arguments of these types skip binding, checking and flattening.
+
+        Only for arguments that are all leaves (numbers and arrays) passed positionally, one per
+        parameter: for them the checks depend on the types alone, which Numba's fingerprint captures.
+
+            >>> import s2s
+            >>> square = s2s.grad(lambda x: x * x)
+            >>> square(3.0), len(square._fast)
+            (6.0, 1)
+        """
+        if self.signature is None or len(args) != len(self.signature.parameters) or \
+                not all(type(a) in _LEAF_TYPES for a in args):
+            return
+        try:
+            key = compute_fingerprint(args)
+        except NotImplementedError:
+            return
+        function = self.entry(args).function
+        outputs, explain, arguments = self._outputs_for(args), self._explain, self.arguments
+
+        def fast(args):
+            try:
+                out = function(*args)
+            except Exception as exc:
+                values, names = arguments(args)
+                raise explain(exc, values, names) from exc
+            return outputs(out, args)
+
+        self._fast[key] = fast
+
+    def _outputs_for(self, args: tuple):
+        """``_outputs`` for leaf arguments of these types, without its general case where it is not needed."""
+        single = isinstance(self.argnums, int) and not self.has_aux
+        if not single or isinstance(self.fn, Transformed) or self.transform not in ("grad", "value_and_grad"):
+            return self._outputs
+        k = self.nums(len(args))[0]
+        like = args[k]
+        if type(like) is float:
+            cast = float
+        elif isinstance(like, np.ndarray):
+            dtype = like.dtype
+            return (lambda out, args: np.asarray(out, dtype=dtype)) if self.transform == "grad" else \
+                (lambda out, args: (out[0], np.asarray(out[1], dtype=dtype)))
+        else:
+            return self._outputs
+        return (lambda out, args: cast(out)) if self.transform == "grad" else \
+            (lambda out, args: (out[0], cast(out[1])))
 
     def _outputs(self, out, values):
         if self.transform == "jit":
