@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import linecache
+import re
 import textwrap
 import types
 from dataclasses import dataclass, field
@@ -103,11 +104,30 @@ def _closure_values(fn: types.FunctionType) -> dict:
     return values
 
 
+_DEFINITION = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
+
+
+def _source_lines(code: types.CodeType, module_globals: dict) -> tuple[list[str], int]:
+    """The lines of the function whose code is ``code``, and the number of its first line.
+
+    What ``inspect.getsourcelines(code)`` gives, read through ``linecache``
+    directly: ``inspect`` first looks for the code's module among every
+    module loaded, which costs more than the rest of a warm start.
+    """
+    lines = linecache.getlines(code.co_filename, module_globals)
+    if not lines:
+        raise OSError("could not get source code")
+    first = code.co_firstlineno - 1
+    while first > 0 and not _DEFINITION.match(lines[first]):  # a lambda's line, or its decorators
+        first -= 1
+    return inspect.getblock(lines[first:]), first + 1
+
+
 def _parse_python(fn: types.FunctionType) -> Source:
-    filename = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
+    filename = fn.__code__.co_filename
     try:
-        lines, start = inspect.getsourcelines(fn.__code__)  # the function itself, never its __wrapped__
-    except (OSError, TypeError) as exc:
+        lines, start = _source_lines(fn.__code__, fn.__globals__)  # the function itself, never its __wrapped__
+    except (OSError, TypeError, IndexError) as exc:
         raise S2SError(f"cannot read the source of {fn.__qualname__}: {exc}; s2s needs the function's "
                        "source file (functions typed into an interactive prompt have none)") from exc
     text = textwrap.dedent("".join(lines))
