@@ -30,6 +30,7 @@ from .broadcast import (
     unbroadcast,
     unit_cotangent,
     unreduce,
+    zero_cotangent,
 )
 from .linalg import (
     dot_vjp_a,
@@ -121,6 +122,7 @@ __all__ = [
     "transpose_vjp",
     "unbroadcast",
     "unit_cotangent",
+    "zero_cotangent",
     "unreduce",
     "unstack_like",
     "vsplit_like",

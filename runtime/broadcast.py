@@ -501,6 +501,22 @@ def _unit_cotangent_nb(out, j):
     return impl
 
 
+def zero_cotangent(out):
+    """A cotangent of zeros shaped like ``out``: for the outputs a Jacobian row does not select.
+
+    >>> zero_cotangent(np.ones(2)), zero_cotangent(3.0)
+    (array([0., 0.]), 0.0)
+    """
+    return np.zeros(np.shape(out)) if np.ndim(out) else 0.0
+
+
+@overload(zero_cotangent)
+def _zero_cotangent_nb(out):
+    if not isinstance(out, types.Array):
+        return lambda out: 0.0
+    return lambda out: np.zeros(out.shape)
+
+
 def jacobian_rows(rows, out, x):
     """Rows ``(out.size, *x.shape)`` of a reverse-mode Jacobian, laid out as ``out.shape + x.shape``.
 

@@ -285,6 +285,14 @@ class Transformed:
         if self.transform == "value_and_grad":
             primal, gs = out
             return primal, derivatives(gs)
+        if self.transform in ("jacfwd", "jacrev"):
+            jac = out[0] if self.has_aux else out
+            # a function returning a tuple has one Jacobian per output (JAX's rule); a Jacobian is never a
+            # tuple itself, while one per argument (or leaf) is a flat tuple of arrays
+            one_array = single and sum(t.num_leaves for _, t in trees) == 1
+            per_output = isinstance(jac, tuple) and (one_array or bool(jac) and isinstance(jac[0], tuple))
+            jac = tuple(derivatives(o) for o in jac) if per_output else derivatives(jac)
+            return (jac, out[1]) if self.has_aux else jac
         if self.has_aux:
             return derivatives(out[0]), out[1]
         return derivatives(out)
@@ -484,7 +492,13 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
     out = result[0] if has_aux else result
 
     def pullback(ct):
-        ct = _like(ct, out, "the cotangent")
+        if isinstance(out, tuple):  # one cotangent per output
+            if not isinstance(ct, (tuple, list)) or len(ct) != len(out):
+                raise InputError(f"the cotangent must be a tuple of {len(out)} (one per output of "
+                                 f"{getattr(fn, '__name__', fn)}), not {type(ct).__name__}")
+            ct = tuple(_like(c, o, f"the cotangent of output {m}") for m, (c, o) in enumerate(zip(ct, out)))
+        else:
+            ct = _like(ct, out, "the cotangent")
         value, grads = t.run(values, names, (ct,))
         flat = iter(grads)  # one cotangent per leaf of each float argument, in order
         cotangents = []
@@ -615,8 +629,8 @@ def linearize(fn, *primals, target: str = "cpu"):
     names = primal_fn.arguments(primals)[1]
     leaves_only = all(not isinstance(primals[k], (tuple, list, dict)) and tree_flatten(primals[k])[1].kind == "leaf"
                       for k in floats)
-    stored = leaves_only and np.size(out) * sum(np.size(primals[k]) for k in floats) <= LINEARIZE_MAX_ENTRIES \
-        and _is_float(out)
+    stored = leaves_only and _is_float(out) \
+        and np.size(out) * sum(np.size(primals[k]) for k in floats) <= LINEARIZE_MAX_ENTRIES
     if stored:
         jacobians = _transformed(fn, "jacfwd", floats, False, target)(*primals)
 

@@ -214,12 +214,13 @@ class Builder:
                 and not isinstance(out, (types.Float, types.Integer)):
             raise InputError(f"{self.transform} needs {root.src.name} to return a scalar; it returns {out}. "
                              "Use s2s.jacrev or s2s.vjp for non-scalar outputs")
-        outs = out.types if isinstance(out, types.BaseTuple) and self.takes_leaves and self.transform == "jacfwd" \
-            else (out,)  # generated code returning the leaves of a container of derivatives
+        # a tuple of outputs: JAX's rule, a derivative per output (and generated code returning the leaves
+        # of a container of derivatives, differentiated again)
+        outs = out.types if isinstance(out, types.BaseTuple) else (out,)
         if not all(isinstance(o, (types.Float, types.Integer)) or isinstance(o, types.Array)
                    and isinstance(o.dtype, (types.Float, types.Integer)) for o in outs):
-            raise InputError(f"{self.transform} needs {root.src.name} to return a float scalar or array; "
-                             f"it returns {out}")
+            raise InputError(f"{self.transform} needs {root.src.name} to return a float scalar or array, or a "
+                             f"tuple of them; it returns {out}")
 
 
 def _fuse_primal(body: list, typed: Typed, namer: Namer) -> list:
@@ -307,10 +308,11 @@ class _Generator:
         if transform == "vjp":
             seed = name(Namer(fn.namer.taken).fresh("ct"))
             inputs.append(seed.id)
-        t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(typed, active, seed, outputs)
+        value = ret.elts[0] if has_aux else ret
+        t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(
+            typed, active, seed, outputs, tuple_seed=isinstance(value, gast.Tuple))
         grads = [self._adjoint_or_zero(params[k], t, activity) for k in argnums]
         grads_node = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
-        value = ret.elts[0] if has_aux else ret
         capture, result = [], grads_node
         aux = None
         if has_aux:
@@ -318,9 +320,12 @@ class _Generator:
             capture.append(assign(aux, copy.deepcopy(ret.elts[1])))
         if transform in ("value_and_grad", "vjp"):
             value_name = namer.fresh("_value")
-            kept = copy.deepcopy(value)
-            if isinstance(value, gast.Name) and typed.is_array(value.id):
-                kept = call("np.copy", kept)  # the adjoint sweep may restore elements of the array
+            def keep(v):  # the adjoint sweep may restore elements of an array it returns
+                return call("np.copy", copy.deepcopy(v)) if isinstance(v, gast.Name) and typed.is_array(v.id) \
+                    else copy.deepcopy(v)
+
+            kept = gast.Tuple(elts=[keep(v) for v in value.elts], ctx=gast.Load()) \
+                if isinstance(value, gast.Tuple) else keep(value)
             capture.append(assign(value_name, kept))
             primal = gast.Tuple(elts=[name(value_name), name(aux)], ctx=gast.Load()) if has_aux else name(value_name)
             result = gast.Tuple(elts=[primal, grads_node], ctx=gast.Load())
@@ -348,29 +353,45 @@ class _Generator:
         return out
 
     def jacrev_root(self, typed: Typed, argnums, has_aux: bool, single: bool) -> str:
-        """``f_jacrev(params)``: one pullback of the generated vjp per output element, in a loop."""
+        """``f_jacrev(params)``: one pullback of the generated vjp per output element, in a loop.
+
+        A function returning a tuple gets one Jacobian per item: the pullbacks
+        of an item's rows take zero cotangents for the other items.
+        """
         fn = typed.function
         params = fn.params
         vjp = self.root(typed, "vjp", argnums, has_aux, False)
+        out_type = typed.return_type.types[0] if has_aux else typed.return_type
+        count = len(out_type.types) if isinstance(out_type, types.BaseTuple) else None
         namer = Namer(fn.namer.taken)
-        out, n, j, res = (namer.fresh(v) for v in ("_out", "_n", "_j", "_result"))
-        rows = [namer.fresh(f"_rows{k}") for k in range(len(argnums))]
+        out, j, res = (namer.fresh(v) for v in ("_out", "_j", "_result"))
         args = ", ".join(params)
         lines = [f"def {fn.name}_jacrev({args}):"]
         if has_aux:
             lines += [f"    {res} = {fn.name}({args})", f"    {out} = {res}[0]"]
         else:
             lines.append(f"    {out} = {fn.name}({args})")
-        lines += [f"    {n} = np.size({out})",
-                  f"    {j} = 0",
-                  f"    _first = {vjp}({args}, rt.unit_cotangent({out}, 0))[1]"]
-        lines += [f"    {r} = rt.batch_like(_first[{k}], {n})" for k, r in enumerate(rows)]
-        lines += [f"    {r}[0] = _first[{k}]" for k, r in enumerate(rows)]
-        lines += [f"    for {j} in range(1, {n}):",
-                  f"        _row = {vjp}({args}, rt.unit_cotangent({out}, {j}))[1]"]
-        lines += [f"        {r}[{j}] = _row[{k}]" for k, r in enumerate(rows)]
-        blocks = [f"rt.jacobian_rows({r}, {out}, {params[k]})" for r, k in zip(rows, argnums)]
-        result = blocks[0] if single else "(" + "".join(b + ", " for b in blocks) + ")"
+        outputs = [out] if count is None else [f"{out}[{m}]" for m in range(count)]
+        jacobians = []
+        for m, item in enumerate(outputs):
+            def cotangent(row, m=m):
+                if count is None:
+                    return f"rt.unit_cotangent({out}, {row})"
+                return "(" + "".join(f"rt.unit_cotangent({o}, {row}), " if i == m else f"rt.zero_cotangent({o}), "
+                                     for i, o in enumerate(outputs)) + ")"
+
+            n, first = namer.fresh("_n"), namer.fresh("_first")
+            rows = [namer.fresh(f"_rows{k}") for k in range(len(argnums))]
+            lines += [f"    {n} = np.size({item})",
+                      f"    {first} = {vjp}({args}, {cotangent(0)})[1]"]
+            lines += [f"    {r} = rt.batch_like({first}[{k}], {n})" for k, r in enumerate(rows)]
+            lines += [f"    {r}[0] = {first}[{k}]" for k, r in enumerate(rows)]
+            lines += [f"    for {j} in range(1, {n}):",
+                      f"        _row = {vjp}({args}, {cotangent(j)})[1]"]
+            lines += [f"        {r}[{j}] = _row[{k}]" for k, r in enumerate(rows)]
+            blocks = [f"rt.jacobian_rows({r}, {item}, {params[k]})" for r, k in zip(rows, argnums)]
+            jacobians.append(blocks[0] if single else "(" + "".join(b + ", " for b in blocks) + ")")
+        result = jacobians[0] if count is None else "(" + "".join(b + ", " for b in jacobians) + ")"
         lines.append(f"    return {result}, {res}[1]" if has_aux else f"    return {result}")
         node = gast.parse("\n".join(lines) + "\n").body[0]
         for n_ in gast.walk(node):

@@ -50,6 +50,7 @@ defnondiff("start, stop, step", rt.reversed_range)
 defnondiff("start, step, count", rt.reversed_steps)
 defnondiff("count, offset, x", rt.basis)
 defnondiff("out, j", rt.unit_cotangent)
+defnondiff("out", rt.zero_cotangent)
 defnondiff("first, n", rt.batch_like)
 
 defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contract(g, jacobian_dot)")
