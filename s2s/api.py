@@ -211,53 +211,76 @@ class Transformed:
         return out
 
     def _add_fast_path(self, args: tuple) -> None:
-        """Let later calls with arguments of these types skip binding, checking and flattening.
+        """Let later calls with arguments of these types skip binding, checking and most flattening.
 
-        Only for arguments that are all leaves (numbers and arrays) passed positionally, one per
-        parameter: for them the checks depend on the types alone, which Numba's fingerprint captures.
+        Only for arguments passed positionally, one per parameter, that are
+        numbers, arrays and plain tuples of them: for those the checks depend
+        on the types alone, which Numba's fingerprint of the arguments captures
+        (a tuple's length included).
 
             >>> import s2s
             >>> square = s2s.grad(lambda x: x * x)
             >>> square(3.0), len(square._fast)
             (6.0, 1)
         """
-        if self.signature is None or len(args) != len(self.signature.parameters) or \
-                not all(type(a) in _LEAF_TYPES for a in args):
+        if self.signature is None or len(args) != len(self.signature.parameters) or _tuple_leaves(args) is None:
             return
         try:
             key = compute_fingerprint(args)
         except NotImplementedError:
             return
         function = self.entry(args).function
-        outputs, explain, arguments = self._outputs_for(args), self._explain, self.arguments
+        explain, arguments = self._explain, self.arguments
+        if all(type(a) in _LEAF_TYPES for a in args):
+            outputs = self._outputs_for(args)
 
-        def fast(args):
-            try:
-                out = function(*args)
-            except Exception as exc:
-                values, names = arguments(args)
-                raise explain(exc, values, names) from exc
-            return outputs(out, args)
+            def fast(args):  # numbers and arrays: the compiled function takes the arguments as they are
+                try:
+                    out = function(*args)
+                except Exception as exc:
+                    values, names = arguments(args)
+                    raise explain(exc, values, names) from exc
+                return outputs(out, args)
+        else:
+            outputs = self._outputs_for(args)
+
+            def fast(args):
+                try:
+                    out = function(*_tuple_leaves(args))
+                except Exception as exc:
+                    values, names = arguments(args)
+                    raise explain(exc, values, names) from exc
+                return outputs(out, args)
 
         self._fast[key] = fast
 
     def _outputs_for(self, args: tuple):
-        """``_outputs`` for leaf arguments of these types, without its general case where it is not needed."""
-        single = isinstance(self.argnums, int) and not self.has_aux
-        if not single or isinstance(self.fn, Transformed) or self.transform not in ("grad", "value_and_grad"):
+        """``_outputs`` for arguments of these types, prepared once: the structures and dtypes of the
+        derivatives of ``grad`` and ``value_and_grad`` are known from the first call's arguments."""
+        if self.has_aux or isinstance(self.fn, Transformed) or self.transform not in ("grad", "value_and_grad"):
             return self._outputs
-        k = self.nums(len(args))[0]
-        like = args[k]
-        if type(like) is float:
-            cast = float
-        elif isinstance(like, np.ndarray):
-            dtype = like.dtype
-            return (lambda out, args: np.asarray(out, dtype=dtype)) if self.transform == "grad" else \
-                (lambda out, args: (out[0], np.asarray(out[1], dtype=dtype)))
+        nums = self.nums(len(args))
+        trees = [tree_flatten(args[k]) for k in nums]
+        casts = [[_caster(leaf) for leaf in leaves] for leaves, _ in trees]
+        if any(c is None for cs in casts for c in cs):
+            return self._outputs
+        if isinstance(self.argnums, int) and trees[0][1].kind == "leaf":
+            cast = casts[0][0]
+            derivatives = cast
         else:
-            return self._outputs
-        return (lambda out, args: cast(out)) if self.transform == "grad" else \
-            (lambda out, args: (out[0], cast(out[1])))
+            def derivatives(gs):
+                gs = (gs,) if len(trees) == 1 and trees[0][1].kind == "leaf" else gs
+                out, at = [], 0
+                for (_, treedef), cs in zip(trees, casts):
+                    n = len(cs)
+                    out.append(cs[0](gs[at]) if treedef.kind == "leaf" else
+                               tree_unflatten(treedef, [c(g) for c, g in zip(cs, gs[at:at + n])]))
+                    at += n
+                return out[0] if isinstance(self.argnums, int) else tuple(out)
+
+        if self.transform == "grad":
+            return lambda out, args: derivatives(out)
+        return lambda out, args: (out[0], derivatives(out[1]))
 
     def _outputs(self, out, values):
         if self.transform == "jit":
@@ -346,6 +369,34 @@ def _describe(value) -> str:
     if treedef.kind == "leaf":
         return f"has shape {np.shape(value)}"
     return f"is a {treedef.kind} of leaves of shapes {', '.join(str(np.shape(leaf)) for leaf in leaves)}"
+
+
+def _tuple_leaves(values, out: list | None = None) -> list | None:
+    """The leaves of numbers, arrays and plain tuples of them, in order; None for anything else.
+
+    >>> _tuple_leaves((1.0, (2.0, 3)))
+    [1.0, 2.0, 3]
+    """
+    out = [] if out is None else out
+    for v in values:
+        if type(v) is tuple:
+            if _tuple_leaves(v, out) is None:
+                return None
+        elif type(v) in _LEAF_TYPES:
+            out.append(v)
+        else:
+            return None
+    return out
+
+
+def _caster(like):
+    """What ``_cast(g, like)`` does, for any ``g``, as one function; None where it depends on ``g``."""
+    if type(like) is float:
+        return float
+    if isinstance(like, np.ndarray):
+        dtype = like.dtype
+        return lambda g: np.asarray(g, dtype=dtype)
+    return None
 
 
 def _cast(g, like):

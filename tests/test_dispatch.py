@@ -60,6 +60,25 @@ def test_keywords_and_containers_take_the_general_path():
     x = np.array([0.3, -0.7])
     np.testing.assert_allclose(g(x, w=0.5), 0.5 * np.cos(0.5 * x), rtol=1e-12)
     assert not g._fast
-    p = s2s.grad(lambda p: p[0] * p[1])
-    assert p((2.0, 3.0)) == (3.0, 2.0)
+    p = s2s.grad(lambda p: p["a"] * p["b"])
+    assert p({"a": 2.0, "b": 3.0}) == {"a": 3.0, "b": 2.0}
     assert not p._fast
+
+
+def test_tuples_of_arrays_take_the_fast_path_too(monkeypatch):
+    g = s2s.grad(lambda p: np.sum(p[0] * p[1]) + p[2])
+    a, b = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    assert len(g((a, b, 0.5))) == 3
+    assert len(g._fast) == 1
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the slow path ran")
+
+    monkeypatch.setattr(Transformed, "arguments", refuse)
+    da, db, dc = g((a, 2.0 * b, 0.25))
+    np.testing.assert_allclose(da, 2.0 * b)
+    np.testing.assert_allclose(db, a)
+    assert dc == 1.0
+    monkeypatch.undo()
+    assert len(g((a, b, 0.5, 1.0))) == 4           # another length: another fingerprint, another entry
+    assert len(g._fast) == 2
