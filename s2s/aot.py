@@ -14,8 +14,10 @@ extension module of the same name that imports with NumPy alone.
 from __future__ import annotations
 
 import ast
+import multiprocessing
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,13 +30,18 @@ __all__ = ["Entry", "build"]
 
 @dataclass
 class Entry:
-    """One function to build: the function, its module's name, the transform, Numba argument types."""
+    """One function to build: the function, its module's name, the transform, Numba argument types.
+
+    ``spec`` (``FILE.py:FUNCTION`` or ``MODULE:FUNCTION``) lets a worker
+    process load the function again, so that entries generate in parallel.
+    """
 
     fn: object
     module_name: str
     transform: str
     signature: tuple
     argnums: object = 0
+    spec: str | None = None
 
     @property
     def name(self) -> str:
@@ -61,15 +68,35 @@ def _functions(source: str) -> list[ast.FunctionDef]:
     return [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
 
 
-def build(entries: list[Entry], output: str, compiled: bool = False, progress: bool = True) -> list[str]:
-    """Generate every entry and write one module per (source module, transform); return the paths."""
+def build(entries: list[Entry], output: str, compiled: bool = False, progress: bool = True, jobs: int = 0,
+          loader=None) -> list[str]:
+    """Generate every entry and write one module per (source module, transform); return the paths.
+
+    With ``jobs`` > 1 (0: one per core, when there are three entries or
+    more) and a ``loader`` that turns an entry's ``spec`` into ``(function,
+    module name)``, the entries are generated in that many worker processes.
+    ``progress`` reports each entry as it is done on standard error: a
+    progress bar on a terminal (with ``tqdm``), one line per entry otherwise.
+    """
     os.makedirs(output, exist_ok=True)
+    jobs = jobs or (min(os.cpu_count() or 1, len(entries)) if len(entries) >= 3 else 1)
+    parallel = jobs > 1 and loader is not None and all(e.spec for e in entries)
+    report = _reporter(entries, progress)
+    if parallel:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_generate_spec, loader, e.spec, e.transform, e.signature, e.argnums)
+                       for e in entries]
+            modules = []
+            for k, future in enumerate(futures):
+                modules.append(future.result())
+                report(k)
+    else:
+        modules = []
+        for k, entry in enumerate(entries):
+            modules.append(Builder(entry.fn, entry.transform, entry.argnums).module(entry.signature))
+            report(k)
     groups: dict[str, list] = {}
-    for k, entry in enumerate(entries):
-        if progress:
-            print(f"[{k + 1}/{len(entries)}] {entry.transform} of {entry.module_name}.{entry.name} "
-                  f"({', '.join(str(t) for t in entry.signature)})", file=sys.stderr, flush=True)
-        module = Builder(entry.fn, entry.transform, entry.argnums).module(entry.signature)
+    for entry, module in zip(entries, modules):
         groups.setdefault(f"{entry.module_name}_{entry.transform}", []).append((entry, module))
     written = []
     for out_name, built in groups.items():
@@ -80,6 +107,37 @@ def build(entries: list[Entry], output: str, compiled: bool = False, progress: b
         else:
             written.append(_write_python(out_name, built, output))
     return written
+
+
+def _generate_spec(loader, spec: str, transform: str, signature: tuple, argnums):
+    """The generated module of one entry, in a worker process: the function loaded again from ``spec``."""
+    fn, _ = loader(spec)
+    return Builder(fn, transform, argnums).module(signature)
+
+
+def _reporter(entries: list[Entry], progress: bool):
+    """``report(k)``: entry ``k`` is done (a progress bar on a terminal, else a line on standard error)."""
+    def describe(entry):
+        return (f"{entry.transform} of {entry.module_name}.{entry.name} "
+                f"({', '.join(str(t) for t in entry.signature)})")
+
+    if not progress:
+        return lambda k: None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is not None and sys.stderr.isatty():
+        bar = tqdm(total=len(entries), unit="entry", delay=2.0, file=sys.stderr)  # shown after 2 s
+
+        def report(k):
+            bar.set_postfix_str(describe(entries[k]), refresh=False)
+            bar.update(1)
+            if k == len(entries) - 1:
+                bar.close()
+
+        return report
+    return lambda k: print(f"[{k + 1}/{len(entries)}] {describe(entries[k])}", file=sys.stderr, flush=True)
 
 
 def merge(out_name: str, built) -> tuple[list[ast.FunctionDef], dict, dict]:

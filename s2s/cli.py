@@ -114,7 +114,8 @@ def cmd_build(args) -> int:
         for item in config.get("entries", []):
             fn, module_name = load_function(item["function"])
             entries.append(Entry(fn, module_name, item.get("transform", "grad").replace("-", "_"),
-                                 parse_signature(item["signature"]), _argnums(str(item.get("argnums", "0")))))
+                                 parse_signature(item["signature"]), _argnums(str(item.get("argnums", "0"))),
+                                 item["function"]))
     if args.function and not args.signature:
         raise CLIError("give --signature for each function")
     if args.function and len(args.signature) not in (1, len(args.function)):
@@ -122,10 +123,12 @@ def cmd_build(args) -> int:
     for k, spec in enumerate(args.function):
         fn, module_name = load_function(spec)
         signature = args.signature[k if len(args.signature) > 1 else 0]
-        entries.append(Entry(fn, module_name, _transform(args), parse_signature(signature), _argnums(args.argnums)))
+        entries.append(Entry(fn, module_name, _transform(args), parse_signature(signature), _argnums(args.argnums),
+                             spec))
     if not entries:
         raise CLIError("nothing to build: name FILE.py:FUNCTION or give --config")
-    written = build(entries, args.output, compiled=args.compiled, progress=not args.quiet)
+    written = build(entries, args.output, compiled=args.compiled, progress=not args.quiet, jobs=args.jobs,
+                    loader=load_function)
     for path in written:
         print(path)
     return 0
@@ -173,6 +176,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--compiled", action="store_true", help="an extension module (numba.pycc) instead")
     build.add_argument("--target", default="cpu", choices=["cpu"])
     build.add_argument("--quiet", action="store_true", help="no progress lines")
+    build.add_argument("--jobs", type=int, default=0,
+                       help="worker processes generating entries (default 0: one per core for 3 entries or more)")
     transform_options(build)
     build.set_defaults(run=cmd_build)
 

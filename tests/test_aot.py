@@ -310,3 +310,15 @@ def test_compiled_build_takes_one_signature_per_function(model):
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("s2s build: error:") and "one signature" in lines[0], lines
+
+
+def test_parallel_build_writes_what_a_serial_build_writes(model):
+    specs = ["model.py:loss", "model.py:loss", "model.py:energy"]
+    signatures = ["--signature", "f8[:]", "--signature", "f4[:]", "--signature", "f8[:], f8"]
+    serial, parallel = out_dir(model, "serial"), out_dir(model, "parallel")
+    done = s2s_build(model.folder, *specs, "--grad", *signatures, "-o", str(serial), "--jobs", "1")
+    assert done.returncode == 0, done.stderr
+    done = s2s_build(model.folder, *specs, "--grad", *signatures, "-o", str(parallel), "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert [line.split("] ")[0] for line in done.stderr.splitlines()] == ["[1/3", "[2/3", "[3/3"]
+    assert (parallel / "model_grad.py").read_text() == (serial / "model_grad.py").read_text()
