@@ -43,8 +43,8 @@ from llvmlite import ir
 from numba.core import types
 from numba.core.extending import intrinsic, overload, register_jitable
 
-__all__ = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos", "tan",
-           "tanh", "sinh", "cosh", "arctan", "arcsin", "arccos", "logistic", "FUNCTIONS"]
+__all__ = ["reduce_add", "sum", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos",
+           "tan", "tanh", "sinh", "cosh", "arctan", "arcsin", "arccos", "logistic", "FUNCTIONS"]
 
 
 # ------------------------------------------------------------------ bits
@@ -526,7 +526,7 @@ def _public(name: str, kernel, numpy_fn):
             return lambda x: np.float32(kernel(np.float64(x)))
         if isinstance(x, (types.Float, types.Integer, types.Boolean)):
             return lambda x: kernel(np.float64(x))
-        if isinstance(x, types.Array) and isinstance(x.dtype, (types.Float, types.Integer, types.Boolean)):
+        if isinstance(x, types.Array) and isinstance(x.dtype, (types.Float, types.Integer)):
             single = isinstance(x.dtype, types.Float) and x.dtype.bitwidth == 32
             dtype = np.float32 if single else np.float64
 
@@ -538,6 +538,8 @@ def _public(name: str, kernel, numpy_fn):
                     flat_out[i] = kernel(np.float64(flat_in[i]))
                 return out
             return array_impl
+        if isinstance(numpy_fn, np.ufunc):  # complex numbers, boolean arrays: NumPy's own loop
+            return lambda x: numpy_fn(x)
         return None
     return fn
 
@@ -562,8 +564,69 @@ arcsin = _public("arcsin", _asin, np.arcsin)
 arccos = _public("arccos", _acos, np.arccos)
 logistic = _public("logistic", _logistic, _logistic_numpy)
 
-# NumPy's spelling → this module's, for the functions that vectorise (generated code calls these)
+# ------------------------------------------------------------------ sums
+@intrinsic
+def _reassociable_add(typingctx, total, term):
+    """``total + term`` as an ``fadd reassoc``: a loop of these becomes several partial sums in vector lanes."""
+    if not (isinstance(total, types.Float) and total == term):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1], flags=("reassoc",))
+    return total(total, term), codegen
+
+
+def reduce_add(total, term):
+    """``total + term``; in a compiled loop ``s = reduce_add(s, t)`` sums in several partial sums.
+
+    A single accumulator keeps a loop scalar. Marked reassociable, the sum
+    is split by LLVM into vector lanes and unrolled copies (say 4 x 4 on
+    AVX2), added up after the loop: a fixed order for the compiled code (the
+    same every run, whatever the thread count), like NumPy's own pairwise
+    summation not left to right.
+
+        >>> reduce_add(1.0, 2.0)
+        3.0
+    """
+    return total + term
+
+
+@overload(reduce_add, inline="always")
+def _reduce_add_impl(total, term):
+    if isinstance(total, types.Float) and isinstance(term, (types.Float, types.Integer, types.Boolean)):
+        dtype = np.float32 if total.bitwidth == 32 and getattr(term, "bitwidth", 64) <= 32 else np.float64
+        return lambda total, term: _reassociable_add(dtype(total), dtype(term))
+    return lambda total, term: total + term
+
+
+def sum(a):
+    """``np.sum(a)``; compiled, a float array is summed in vector lanes (see :func:`reduce_add`).
+
+        >>> float(sum(np.arange(4.0)))
+        6.0
+    """
+    return np.sum(a)
+
+
+@overload(sum, inline="always")
+def _sum_impl(a):
+    if isinstance(a, types.Array) and isinstance(a.dtype, types.Float) and a.layout in "CF":
+        dtype = np.float32 if a.dtype.bitwidth == 32 else np.float64
+        fortran = a.layout == "F" and a.ndim > 1
+
+        def sum_impl(a):
+            flat = a.T.ravel() if fortran else a.ravel()  # a view either way
+            total = dtype(0.0)
+            for i in range(flat.size):
+                total = reduce_add(total, flat[i])
+            return total
+        return sum_impl
+    return lambda a: np.sum(a)
+
+
+# NumPy's spelling → this module's, for the functions generated code calls here instead (those that
+# vectorise and are not one instruction already, as ``np.sqrt`` is)
 FUNCTIONS = {"np.exp": "exp", "np.exp2": "exp2", "np.expm1": "expm1", "np.log": "log", "np.log2": "log2",
-             "np.log10": "log10", "np.log1p": "log1p", "np.sqrt": "sqrt", "np.cbrt": "cbrt", "np.tanh": "tanh",
+             "np.log10": "log10", "np.log1p": "log1p", "np.cbrt": "cbrt", "np.tanh": "tanh",
              "np.sinh": "sinh", "np.cosh": "cosh", "np.arctan": "arctan", "np.arcsin": "arcsin",
              "np.arccos": "arccos"}
