@@ -19,8 +19,8 @@ code; called from Python it is NumPy's own function, so ``target="python"``
 runs the same source. float32 arguments are computed in float64 and rounded
 once. ``sin``, ``cos`` and ``tan`` reduce arguments up to ``2**19`` with a
 three-part pi/2; a larger argument (rare) takes libm's exact reduction on a
-branch, which keeps those three from vectorising: generated code calls them
-only when the caller asks for it.
+branch, through a function with masked vector variants, so that the loop
+still vectorises and libm runs for those lanes only.
 
 Coefficients are near-minimax Chebyshev fits made with ``mpmath.chebyfit``
 (the polynomial of ``g`` on ``[0, b]`` with 50 digits, rounded to doubles):
@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llvmlite import binding as llvm
 from llvmlite import ir
 from numba.core import types
 from numba.core.extending import intrinsic, overload, register_jitable
@@ -83,35 +84,61 @@ def _fma(typingctx, a, b, c):
     return types.float64(types.float64, types.float64, types.float64), codegen
 
 
+def _masked_variant(name: str, lanes: int) -> str:
+    """LLVM IR of ``<name>_v<lanes>(x, mask)``: ``name`` on the lanes whose mask bit is set, nothing if none is."""
+    vector, mask = f"<{lanes} x double>", f"<{lanes} x i1>"
+    lines = [f"define weak_odr {vector} @{name}_v{lanes}({vector} %x, {mask} %m) {{", "entry:",
+             f"  %bits = bitcast {mask} %m to i{lanes}", f"  %none = icmp eq i{lanes} %bits, 0",
+             "  br i1 %none, label %empty, label %lane0", "empty:", f"  ret {vector} zeroinitializer"]
+    previous = "zeroinitializer"
+    for k in range(lanes):
+        lines += [f"lane{k}:",
+                  f"  %on{k} = extractelement {mask} %m, i32 {k}", f"  br i1 %on{k}, label %call{k}, label %next{k}",
+                  f"call{k}:", f"  %x{k} = extractelement {vector} %x, i32 {k}",
+                  f"  %y{k} = call double @{name}(double %x{k})",
+                  f"  %with{k} = insertelement {vector} {previous}, double %y{k}, i32 {k}", f"  br label %next{k}",
+                  f"next{k}:", f"  %r{k} = phi {vector} [ {previous}, %lane{k} ], [ %with{k}, %call{k} ]"]
+        lines.append(f"  br label %lane{k + 1}" if k + 1 < lanes else f"  ret {vector} %r{k}")
+        previous = f"%r{k}"
+    return "\n".join(lines) + "\n}"
+
+
 def _exact_call(name: str, libm: str):
-    """An intrinsic calling libm's ``libm`` through a function LLVM may not speculate.
+    """An intrinsic calling libm's ``libm`` (``sin``) on a branch of a loop that still vectorises.
 
     ``math.sin`` is ``llvm.sin``, which LLVM hoists out of a branch and then
-    calls for every lane; behind this wrapper the call stays on its branch.
+    calls for every lane. Here the call goes to ``name``, a function LLVM
+    may not speculate, declared with masked vector variants
+    (``vector-function-abi-variant``): the vectorised loop calls the variant
+    with the lanes that took the branch, and it calls libm for those only.
     """
+    variants = ",".join(f"_ZGV_LLVM_M{n}v_{name}({name}_v{n})" for n in (2, 4, 8, 16))
+    text = "\n".join([f"declare double @{libm}(double)",
+                      f"define weak_odr double @{name}(double %x) #0 {{",
+                      f"  %y = call double @{libm}(double %x)", "  ret double %y", "}",
+                      *(_masked_variant(name, n) for n in (2, 4, 8, 16)),
+                      f'attributes #0 = {{ noinline nounwind memory(none) '
+                      f'"vector-function-abi-variant"="{variants}" }}'])
+
     @intrinsic
     def exact(typingctx, x):
         if x != types.float64:
             return None
 
         def codegen(context, builder, sig, args):
-            module = builder.module
+            context.active_code_library.add_llvm_module(llvm.parse_assembly(text))
             try:
-                fn = module.get_global(name)
+                fn = builder.module.get_global(name)
             except KeyError:
-                fn = ir.Function(module, ir.FunctionType(ir.DoubleType(), [ir.DoubleType()]), name=name)
-                fn.linkage = "internal"
-                for attribute in ("noinline", "nounwind", "readnone"):
-                    fn.attributes.add(attribute)
-                inner = ir.IRBuilder(fn.append_basic_block())
-                inner.ret(inner.call(module.declare_intrinsic(libm, [ir.DoubleType()]), [fn.args[0]]))
+                fn = ir.Function(builder.module, ir.FunctionType(ir.DoubleType(), [ir.DoubleType()]), name=name)
             return builder.call(fn, [args[0]])
         return types.float64(types.float64), codegen
     return exact
 
 
-_exact_sin = _exact_call("s2s_vm_exact_sin", "llvm.sin")
-_exact_cos = _exact_call("s2s_vm_exact_cos", "llvm.cos")
+_exact_sin = _exact_call("s2s_vm_exact_sin", "llvm.sin.f64")
+_exact_cos = _exact_call("s2s_vm_exact_cos", "llvm.cos.f64")
+_exact_tan = _exact_call("s2s_vm_exact_tan", "tan")
 
 
 def _trim(v: float) -> float:
@@ -377,26 +404,26 @@ def _cos_kernel(r, r_lo):
 
 @register_jitable(inline="always")
 def _sin(x):
-    if abs(x) > _TRIG_LIMIT:
-        return _exact_sin(x)
     n, r, r_lo = _reduce_pio2(x)
     v = _cos_kernel(r, r_lo) if n & 1 else _sin_kernel(r, r_lo)
-    return x if x == 0.0 else (-v if n & 2 else v)
+    y = x if x == 0.0 else (-v if n & 2 else v)
+    if abs(x) > _TRIG_LIMIT:  # rare: libm's exact reduction, for the lanes that need it
+        y = _exact_sin(x)
+    return y
 
 
 @register_jitable(inline="always")
 def _cos(x):
-    if abs(x) > _TRIG_LIMIT:
-        return _exact_cos(x)
     n, r, r_lo = _reduce_pio2(x)
     v = _sin_kernel(r, r_lo) if n & 1 else _cos_kernel(r, r_lo)
-    return -v if (n + 1) & 2 else v
+    y = -v if (n + 1) & 2 else v
+    if abs(x) > _TRIG_LIMIT:
+        y = _exact_cos(x)
+    return y
 
 
 @register_jitable(inline="always")
 def _tan(x):
-    if abs(x) > _TRIG_LIMIT:
-        return _exact_sin(x) / _exact_cos(x)
     n, r, r_lo = _reduce_pio2(x)
     z = r * r
     ds = r * z * _PSIN(z) + r_lo * (1.0 - 0.5 * z)
@@ -412,7 +439,10 @@ def _tan(x):
     den, den_lo = (s, s_lo) if odd else (c, c_lo)
     q = num / den
     q = q + (_fma(-q, den, num) + (num_lo - q * den_lo)) / den
-    return x if x == 0.0 else q
+    y = x if x == 0.0 else q
+    if abs(x) > _TRIG_LIMIT:
+        y = _exact_tan(x)
+    return y
 
 
 @register_jitable(inline="always")
@@ -626,7 +656,5 @@ def _sum_impl(a):
 
 # NumPy's spelling → this module's, for the functions generated code calls here instead (those that
 # vectorise and are not one instruction already, as ``np.sqrt`` is)
-FUNCTIONS = {"np.exp": "exp", "np.exp2": "exp2", "np.expm1": "expm1", "np.log": "log", "np.log2": "log2",
-             "np.log10": "log10", "np.log1p": "log1p", "np.cbrt": "cbrt", "np.tanh": "tanh",
-             "np.sinh": "sinh", "np.cosh": "cosh", "np.arctan": "arctan", "np.arcsin": "arcsin",
-             "np.arccos": "arccos"}
+FUNCTIONS = {f"np.{name}": name for name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "cbrt", "sin",
+                                              "cos", "tan", "tanh", "sinh", "cosh", "arctan", "arcsin", "arccos")}

@@ -120,7 +120,7 @@ def test_logistic_special_values():
 
 
 def test_huge_trig_arguments_take_the_exact_path():
-    """Arguments past 2**19 (a rare lane among ordinary ones) are reduced exactly, as libm does."""
+    """Arguments past 2**19 (a rare lane among ordinary ones) are reduced exactly, as libm does; the loop stays SIMD."""
     x = np.array([0.3, 1e22, 2.0, 5e5 + 0.1, 1e300, -3.4e38, 6.0e5, np.inf, 4.0])
     for name in ("sin", "cos", "tan"):
         got = compiled(name, x)
@@ -128,6 +128,8 @@ def test_huge_trig_arguments_take_the_exact_path():
             want = getattr(np, name)(x)
         np.testing.assert_array_max_ulp(got[~np.isnan(want)], want[~np.isnan(want)], maxulp=2)
         assert np.isnan(got[7])
+        loop = _LOOPS[name]
+        assert "vector.body" in loop.inspect_llvm(loop.signatures[0])
 
 
 def test_float32_and_integer_arguments():
@@ -151,8 +153,7 @@ def test_python_calls_are_numpy():
     np.testing.assert_array_equal(vm.logistic(x), 1.0 / (1.0 + np.exp(-x)))
 
 
-VECTORISED = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "tanh", "sinh", "cosh",
-              "arctan", "arcsin", "arccos", "logistic"]
+VECTORISED = sorted(REFERENCE)
 
 
 @pytest.mark.parametrize("name", VECTORISED)

@@ -9,15 +9,15 @@ device's math):
 
     >>> import gast
     >>> from s2s.astutil import to_source
-    >>> fn = gast.parse("def f(x):\\n    return np.exp(-x) + math.log(x) + np.sin(x)").body[0]
+    >>> fn = gast.parse("def f(x):\\n    return np.exp(-x) + math.log(x) + np.sqrt(x)").body[0]
     >>> print(to_source(vector_math(fn)).strip())
     def f(x):
-        return rt.vm.exp(-x) + rt.vm.log(x) + np.sin(x)
+        return rt.vm.exp(-x) + rt.vm.log(x) + np.sqrt(x)
 
 ``np.sum(a)`` of a whole array becomes ``rt.vm.sum(a)``, which sums in
 vector lanes. Only one-argument calls without keywords change
-(``np.exp(x, out=y)``, ``np.sum(a, axis=0)`` stay). ``sin``, ``cos`` and ``tan`` stay libm: their exact reduction of
-huge arguments is a branch that keeps a loop scalar.
+(``np.exp(x, out=y)``, ``np.sum(a, axis=0)`` stay); ``np.sqrt`` is one
+instruction already and stays.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ __all__ = ["vector_math", "exact_math_requested"]
 
 _MATH = {"math.exp": "exp", "math.expm1": "expm1", "math.log2": "log2", "math.log10": "log10",
          "math.log1p": "log1p", "math.tanh": "tanh", "math.sinh": "sinh", "math.cosh": "cosh", "math.atan": "arctan",
-         "math.asin": "arcsin", "math.acos": "arccos", "math.cbrt": "cbrt"}
+         "math.asin": "arcsin", "math.acos": "arccos", "math.cbrt": "cbrt", "math.sin": "sin",
+         "math.cos": "cos", "math.tan": "tan"}
 _CALLS = {**FUNCTIONS, **_MATH, "math.log": "log", "np.sum": "sum"}
 
 

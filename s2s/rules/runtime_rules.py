@@ -64,8 +64,7 @@ defrule(rt.jacobian, "t_dot, out, offset, x", nondiff=("out", "offset", "x"),
 defrule(rt.jacobian_rows, "rows, out, x", nondiff=("out", "x"), jvp="rt.jacobian_rows(rows_dot, out, x)")
 
 # ----------------------------------------------------------- vector math: NumPy's rules under the runtime's names
-for _numpy_name, _vm_name in {**rt.vm.FUNCTIONS, "np.sqrt": "sqrt", "np.sin": "sin", "np.cos": "cos",
-                              "np.tan": "tan"}.items():
+for _numpy_name, _vm_name in {**rt.vm.FUNCTIONS, "np.sqrt": "sqrt"}.items():
     _vm_fn = getattr(rt.vm, _vm_name)
     _RULES[_vm_fn] = dataclasses.replace(_RULES[getattr(np, _numpy_name[3:])], fn=_vm_fn, name=f"rt.vm.{_vm_name}")
 defrule(rt.vm.logistic, "x", jvp="x_dot * z * (1.0 - z)", vjp="z_adj * z * (1.0 - z)", name="rt.vm.logistic")
