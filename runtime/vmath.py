@@ -638,7 +638,7 @@ def sum(a):
     return np.sum(a)
 
 
-@overload(sum, inline="always")
+@overload(sum)
 def _sum_impl(a):
     if isinstance(a, types.Array) and isinstance(a.dtype, types.Float) and a.layout in "CF":
         dtype = np.float32 if a.dtype.bitwidth == 32 else np.float64
