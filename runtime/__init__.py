@@ -10,6 +10,7 @@ Python with a Numba implementation beside it, so the same source runs under
     6.0
 """
 
+from . import vmath as vm
 from .broadcast import (
     assign_into,
     basis,
@@ -125,5 +126,6 @@ __all__ = [
     "zero_cotangent",
     "unreduce",
     "unstack_like",
+    "vm",
     "vsplit_like",
 ]

@@ -57,7 +57,8 @@ class Transformed:
     memory layout) and keeps each compiled entry in memory.
     """
 
-    def __init__(self, fn, transform: str, argnums=0, has_aux: bool = False, target: str = "cpu"):
+    def __init__(self, fn, transform: str, argnums=0, has_aux: bool = False, target: str = "cpu",
+                 fast_math: bool = True):
         if target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, not {target!r}")
         if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple, list)) or (
@@ -69,6 +70,7 @@ class Transformed:
         self.argnums = argnums if isinstance(argnums, int) else tuple(argnums)
         self.has_aux = has_aux
         self.target = target
+        self.fast_math = fast_math
         self.signature = _signature(fn)
         self._entries: dict = {}
         self._fast: dict = {}  # Numba's fingerprint of the arguments -> a call without checks (see __call__)
@@ -139,7 +141,8 @@ class Transformed:
                                "use grad, jacfwd, jacrev, hessian or jvp")
         nums = self.nums(len(structures))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
-                          self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed))
+                          self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed),
+                          fast_math=self.fast_math)
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
@@ -172,7 +175,7 @@ class Transformed:
 
     def __reduce__(self):
         # pickled by reference to the function (its importable name) and the transform's options
-        return (Transformed, (self.fn, self.transform, self.argnums, self.has_aux, self.target))
+        return (Transformed, (self.fn, self.transform, self.argnums, self.has_aux, self.target, self.fast_math))
 
     def _compile_error(self, module: Module, exc: Exception) -> CompileError:
         """The Numba error ``exc`` from compiling ``module``, located at the user's line where known."""
@@ -486,7 +489,7 @@ def _transformed(fn, transform: str, argnums, has_aux: bool, target: str) -> Tra
 
 
 # ------------------------------------------------------------------ reverse mode
-def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
+def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu", fast_math: bool = True) -> Transformed:
     """The gradient of a scalar function, compiled with Numba.
 
     Args:
@@ -496,6 +499,9 @@ def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Tran
         has_aux: ``fn`` returns ``(output, aux)``; the result is ``(gradient, aux)``.
         target: ``"cpu"`` (Numba nopython, default) or ``"python"`` (the
             generated source run as Python, for debugging).
+        fast_math: elementary functions (``np.exp``, ``np.tanh``, ...) from
+            the runtime's vectorising code, within 2 ulp (default); False
+            (or ``S2S_EXACT_MATH=1``) calls libm.
 
     Returns:
         A function with ``fn``'s arguments returning gradients shaped and
@@ -506,11 +512,12 @@ def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Tran
     (4.0, 12.0)
     """
     if fn is None:
-        return functools.partial(grad, argnums=argnums, has_aux=has_aux, target=target)
-    return Transformed(fn, "grad", argnums, has_aux, target)
+        return functools.partial(grad, argnums=argnums, has_aux=has_aux, target=target, fast_math=fast_math)
+    return Transformed(fn, "grad", argnums, has_aux, target, fast_math)
 
 
-def value_and_grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
+def value_and_grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu",
+                   fast_math: bool = True) -> Transformed:
     """Like :func:`grad`, returning ``(value, gradient)`` from one forward and one reverse sweep.
 
     >>> import s2s
@@ -518,8 +525,9 @@ def value_and_grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu
     (8.0, 12.0)
     """
     if fn is None:
-        return functools.partial(value_and_grad, argnums=argnums, has_aux=has_aux, target=target)
-    return Transformed(fn, "value_and_grad", argnums, has_aux, target)
+        return functools.partial(value_and_grad, argnums=argnums, has_aux=has_aux, target=target,
+                                 fast_math=fast_math)
+    return Transformed(fn, "value_and_grad", argnums, has_aux, target, fast_math)
 
 
 def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
@@ -713,7 +721,7 @@ def _like(value, primal, what: str):
 
 
 # --------------------------------------------------------------------- compile
-def jit(fn=None, target: str = "cpu") -> Transformed:
+def jit(fn=None, target: str = "cpu", fast_math: bool = True) -> Transformed:
     """``fn`` compiled through the s2s pipeline (normalised, then Numba), keeping NumPy's semantics.
 
     >>> import numpy as np, s2s
@@ -721,8 +729,8 @@ def jit(fn=None, target: str = "cpu") -> Transformed:
     3.0
     """
     if fn is None:
-        return functools.partial(jit, target=target)
-    return Transformed(fn, "jit", 0, False, target)
+        return functools.partial(jit, target=target, fast_math=fast_math)
+    return Transformed(fn, "jit", 0, False, target, fast_math)
 
 
 def source(transformed: Transformed, *args, **kwargs) -> str:

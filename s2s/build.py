@@ -34,7 +34,7 @@ from .codegen import module_source
 from .custom import USER_RULES, custom_jvp, custom_vjp
 from .errors import InputError
 from .naming import Namer
-from .passes import fuse, record, simplify, tapes
+from .passes import fuse, record, simplify, tapes, vector_math
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
 from .program import Function, Program
@@ -70,6 +70,11 @@ def compiler_digest() -> str:
     return h.hexdigest()
 
 
+# NumPy's error model: a float division by zero gives inf or nan as in NumPy (Python's model raises, and its
+# check in every division keeps loops from vectorising)
+ERROR_MODEL = "error_model='numpy'"
+
+
 def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
     """The decorator generated functions get for ``target``.
 
@@ -81,7 +86,7 @@ def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
     if target == "python":
         return None
     options = [o for o, on in (("boundscheck=True", indexes), ("cache=True", cache)) if on]
-    return f"numba.njit({', '.join(options)})" if options else "numba.njit"
+    return f"numba.njit({', '.join(options + [ERROR_MODEL])})"
 
 
 class Builder:
@@ -89,7 +94,7 @@ class Builder:
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
                  target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
-                 takes_leaves: bool = False):
+                 takes_leaves: bool = False, fast_math: bool = True):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -100,6 +105,8 @@ class Builder:
         self.target = target
         self.scalar_output = scalar_output  # a gradient computed in forward mode still needs a scalar
         self.fuse = fuse and target != "python"
+        # the runtime's vectorising elementary functions instead of libm (not in code made to be transformed again)
+        self.vector_math = self.fuse and fast_math and not vector_math.exact_math_requested()
         # the pytree structure of each argument; generated code takes their leaves
         self.structures = {k: t for k, t in enumerate(structures) if t.kind != "leaf"}
         self.takes_leaves = takes_leaves  # fn is generated code: it takes the leaves of the structures already
@@ -138,6 +145,7 @@ class Builder:
         parts = [__version__, compiler_digest(), numba.__version__, np.__version__, sys.version, self.transform,
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
                  repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse),
+                 repr(self.vector_math),
                  repr(sorted(USER_RULES.items()))]
         for f in program.functions.values():
             parts += [f.name, f.src.filename, f.source()]
@@ -175,6 +183,8 @@ class Builder:
                 node.body = _fuse_primal(node.body, typed, copy.deepcopy(f.namer))
             primals.append(node)
         functions = primals + generator.functions
+        if self.vector_math:
+            functions = [vector_math.vector_math(f) for f in functions]
         indexes = any(isinstance(n, gast.Subscript) for f in program.functions.values() for n in gast.walk(f.node))
         sig = ", ".join(str(t) for t in arg_types)
         header = (f"s2s {__version__}: {self.transform} of {root.src.name}"

@@ -35,7 +35,7 @@ import numpy as np
 from .analysis.types import typeof_value
 from .api import Transformed, _check_tree, _Entry, _flatten_all, jit
 from .backend import load
-from .build import Module, compiler_digest
+from .build import ERROR_MODEL, Module, compiler_digest
 from .cache import default_cache
 from .errors import InputError
 from .tree_util import tree_flatten, tree_unflatten
@@ -59,7 +59,8 @@ class Vmapped:
         self._entries: dict = {}
         self._shapes: dict = {}  # id(entry) -> (an example output, the example arguments)
         inner_target = "python" if target == "python" else "cpu"
-        self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else jit(fn, target=inner_target)
+        self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else \
+            jit(fn, target=inner_target, fast_math=target != "cuda")  # a CUDA kernel keeps the device's math
 
     def __reduce__(self):
         # pickled by reference to the function and the options, like a Transformed (workers load from the cache)
@@ -188,8 +189,8 @@ class Vmapped:
         if self.target == "python":
             return "range", ""
         if self.target == "parallel":
-            return "numba.prange", "@numba.njit(parallel=True, cache=True)\n"
-        return "range", "@numba.njit(cache=True)\n"
+            return "numba.prange", f"@numba.njit(parallel=True, cache=True, {ERROR_MODEL})\n"
+        return "range", f"@numba.njit(cache=True, {ERROR_MODEL})\n"
 
     def _build_calls(self, inner_entry, axes: list, paths: list[tuple], leaf_types: tuple) -> _Entry:
         """The loop for a per-example function without an "into" variant: one call per example, rows copied.

@@ -20,13 +20,15 @@ arrays used after the run:
     for _i in range(x.size):
         x_i = _x[_i]
         t_i = np.exp(-x_i)
-        s += 1.0 / (1.0 + t_i)
+        s = rt.vm.reduce_add(s, 1.0 / (1.0 + t_i))
     return s
 
 With several input arrays the loop runs only when they all have the same
 shape (``if rt.same_shape(a, b):``, checked at run time); otherwise the
-original statements run, so broadcasting stays right. Assumes the
-statements were simplified (expressions inlined).
+original statements run, so broadcasting stays right. Sums go through
+``rt.vm.reduce_add``, which LLVM splits into partial sums in vector lanes (a
+fixed order, the same every run). Assumes the statements were simplified
+(expressions inlined).
 """
 
 from __future__ import annotations
@@ -246,7 +248,7 @@ class _Fuser:
                 if target in run.reductions:
                     before.append(assign(target, const(0.0)))
                     expr = _Scalarize().visit(copy.deepcopy(value.args[0]))
-                    body.append(gast.AugAssign(target=name(target, store=True), op=gast.Add(), value=expr))
+                    body.append(assign(target, call("rt.vm.reduce_add", name(target), expr)))
                     continue
                 if isinstance(value, gast.Call) and _dotted(value.func) in _FILL:
                     expr = const(_FILL[_dotted(value.func)])

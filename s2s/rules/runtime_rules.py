@@ -5,9 +5,13 @@ Most adjoint helpers are linear in the adjoint they spread (``unbroadcast``,
 helpers that only count or index carry no derivative.
 """
 
+import dataclasses
+
+import numpy as np
+
 import s2s_runtime as rt
 
-from . import canonical_name, defnondiff, defrule
+from . import _RULES, canonical_name, defnondiff, defrule, numpy_rules  # noqa: F401 (numpy_rules: copied below)
 
 # ----------------------------------------------------------- linear in the first argument
 defrule(rt.unbroadcast, "g, like", nondiff=("like",), jvp="rt.unbroadcast(g_dot, like)",
@@ -59,3 +63,12 @@ defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contr
 defrule(rt.jacobian, "t_dot, out, offset, x", nondiff=("out", "offset", "x"),
         jvp="rt.jacobian(t_dot_dot, out, offset, x)")
 defrule(rt.jacobian_rows, "rows, out, x", nondiff=("out", "x"), jvp="rt.jacobian_rows(rows_dot, out, x)")
+
+# ----------------------------------------------------------- vector math: NumPy's rules under the runtime's names
+for _numpy_name, _vm_name in {**rt.vm.FUNCTIONS, "np.sqrt": "sqrt"}.items():
+    _vm_fn = getattr(rt.vm, _vm_name)
+    _RULES[_vm_fn] = dataclasses.replace(_RULES[getattr(np, _numpy_name[3:])], fn=_vm_fn, name=f"rt.vm.{_vm_name}")
+defrule(rt.vm.logistic, "x", jvp="x_dot * z * (1.0 - z)", vjp="z_adj * z * (1.0 - z)", name="rt.vm.logistic")
+defrule(rt.vm.sum, "a", jvp="rt.vm.sum(a_dot)", vjp="rt.unreduce(z_adj, a, None, False)", name="rt.vm.sum")
+defrule(rt.vm.reduce_add, "total, term", jvp="rt.vm.reduce_add(total_dot, term_dot)", vjp=("z_adj", "z_adj"),
+        name="rt.vm.reduce_add")

@@ -1,0 +1,67 @@
+"""Vector math: NumPy's and ``math``'s elementary functions become the runtime's branch-free ones.
+
+This Numba has no SVML: ``np.exp`` in compiled code is a scalar libm call,
+and a loop around it does not vectorise. :mod:`s2s_runtime.vmath` computes
+the same values within 2 ulp with code LLVM turns into SIMD instructions.
+The pass runs last, on the generated functions of the ``cpu`` target
+(``fast_math=False`` or ``S2S_EXACT_MATH=1`` keep libm; CUDA keeps the
+device's math):
+
+    >>> import gast
+    >>> from s2s.astutil import to_source
+    >>> fn = gast.parse("def f(x):\\n    return np.exp(-x) + math.log(x) + np.sqrt(x)").body[0]
+    >>> print(to_source(vector_math(fn)).strip())
+    def f(x):
+        return rt.vm.exp(-x) + rt.vm.log(x) + np.sqrt(x)
+
+``np.sum(a)`` of a whole array becomes ``rt.vm.sum(a)``, which sums in
+vector lanes. Only one-argument calls without keywords change
+(``np.exp(x, out=y)``, ``np.sum(a, axis=0)`` stay); ``np.sqrt`` is one
+instruction already and stays.
+"""
+
+from __future__ import annotations
+
+import os
+
+import gast
+
+from s2s_runtime.vmath import FUNCTIONS
+
+from ..astutil import dotted
+
+__all__ = ["vector_math", "exact_math_requested"]
+
+_MATH = {"math.exp": "exp", "math.expm1": "expm1", "math.log2": "log2", "math.log10": "log10",
+         "math.log1p": "log1p", "math.tanh": "tanh", "math.sinh": "sinh", "math.cosh": "cosh", "math.atan": "arctan",
+         "math.asin": "arcsin", "math.acos": "arccos", "math.cbrt": "cbrt", "math.sin": "sin",
+         "math.cos": "cos", "math.tan": "tan"}
+_CALLS = {**FUNCTIONS, **_MATH, "math.log": "log", "np.sum": "sum"}
+
+
+def exact_math_requested() -> bool:
+    """Whether the environment asks for libm everywhere (``S2S_EXACT_MATH=1``)."""
+    return os.environ.get("S2S_EXACT_MATH", "0") not in ("", "0")
+
+
+def _spelling(node) -> str:
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else ""
+
+
+class _Calls(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        replacement = _CALLS.get(_spelling(node.func))
+        if replacement and len(node.args) == 1 and not node.keywords \
+                and not isinstance(node.args[0], gast.Starred):
+            node.func = dotted(f"rt.vm.{replacement}")
+        return node
+
+
+def vector_math(fn: gast.FunctionDef) -> gast.FunctionDef:
+    """``fn`` calling :mod:`s2s_runtime.vmath` for NumPy's and ``math``'s elementary functions (in place)."""
+    return _Calls().visit(fn)
