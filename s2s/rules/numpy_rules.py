@@ -162,3 +162,64 @@ defnondiff("a, axis=None", np.argmax, np.argmin, np.argsort)
 defnondiff("x1, x2", np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or)
 defnondiff("a", np.shape, np.ndim, np.size)
+
+
+# ============================================================ issue 10: sorting, differences, statistics
+defrule(np.sort, "a", jvp="rt.sort_jvp(a_dot, a)", vjp="rt.sort_vjp(z_adj, a)")
+defrule(np.diff, "a, n=1", nondiff=("n",), jvp="np.diff(a_dot, n)", vjp="rt.diff_vjp(z_adj, n)")
+defrule(np.cumprod, "a", jvp="rt.cumprod_jvp(a_dot, a)", vjp="rt.cumprod_vjp(z_adj, a)")
+_CENTRED = "(a - rt.mean(a, axis, keepdims=True))"
+_DOF = "(rt.reduced_count(a, axis) - ddof)"
+defrule(np.var, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+        nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.var", impl_when=("axis", "ddof", "keepdims"),
+        jvp=f"2.0 * rt.sum({_CENTRED} * a_dot, axis, keepdims=keepdims) / {_DOF}",
+        vjp=f"2.0 * {_CENTRED} * rt.unreduce(z_adj, a, axis, keepdims) / {_DOF}")
+defrule(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+        nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.std", impl_when=("axis", "ddof", "keepdims"),
+        jvp=f"rt.sum({_CENTRED} * a_dot, axis, keepdims=keepdims) / ({_DOF} * z)",
+        vjp=f"{_CENTRED} * rt.unreduce(z_adj / z, a, axis, keepdims) / {_DOF}")
+
+# ============================================================ issue 10: moving elements
+for _fn in (np.atleast_1d, np.atleast_3d):
+    defrule(_fn, "a", view=True, jvp=f"np.{_fn.__name__}(a_dot)", vjp="rt.reshape_like(z_adj, a)")
+defrule(np.roll, "a, shift", nondiff=("shift",), jvp="np.roll(a_dot, shift)", vjp="np.roll(z_adj, -shift)")
+for _fn in (np.flip, np.fliplr, np.flipud):  # each its own inverse and adjoint
+    defrule(_fn, "m", view=True, jvp=f"np.{_fn.__name__}(m_dot)", vjp=f"np.{_fn.__name__}(z_adj)")
+for _fn in (np.tril, np.triu):  # masks: their own adjoints
+    defrule(_fn, "m, k=0", nondiff=("k",), jvp=f"np.{_fn.__name__}(m_dot, k)", vjp=f"np.{_fn.__name__}(z_adj, k)")
+defrule(np.kron, "a, b", jvp="np.kron(a_dot, b) + np.kron(a, b_dot)",
+        vjp=("rt.kron_vjp_a(z_adj, a, b)", "rt.kron_vjp_b(z_adj, a, b)"))
+defrule(np.interp, "x, xp, fp", nondiff=("xp",), jvp="x_dot * rt.interp_slope(x, xp, fp) + np.interp(x, xp, fp_dot)",
+        vjp={"x": "z_adj * rt.interp_slope(x, xp, fp)", "fp": "rt.interp_vjp_fp(z_adj, x, xp, fp)"})
+
+# ============================================================ issue 10: decompositions
+# Symmetric inputs: a tangent is symmetrised (NumPy reads one triangle), the adjoint is symmetric.
+for _name in ("cholesky", "eigh"):
+    register_name(getattr(np.linalg, _name), f"np.linalg.{_name}")
+defrule(np.linalg.cholesky, "a",
+        jvp="z @ rt.tril_half(np.linalg.solve(z, np.linalg.solve(z, rt.sym(a_dot)).T).T)",
+        vjp="rt.sym(np.linalg.solve(z.T, np.linalg.solve(z.T, rt.tril_half(z.T @ z_adj)).T).T)")
+defrule(np.linalg.eigh, "a", expand="(rt.eigh_w(a), rt.eigh_v(a))")  # distinct eigenvalues
+defrule(np.linalg.slogdet, "a", expand="(rt.slogdet_sign(a), rt.slogdet_logdet(a))")
+
+
+def _einsum_check(bound: dict) -> str | None:
+    """Why an ``np.einsum`` call is not supported (subscripts not a literal, an ellipsis...), or None."""
+    import gast
+
+    from s2s_runtime.einsum import parse
+
+    subscripts = bound["subscripts"]
+    if not (isinstance(subscripts, gast.Constant) and isinstance(subscripts.value, str)):
+        return "the subscripts must be a string literal"
+    operands = 1 if isinstance(bound["b"], gast.Constant) and bound["b"].value is None else 2
+    try:
+        parse(subscripts.value, operands)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+defrule(np.einsum, "subscripts, a, b=None", nondiff=("subscripts",), impl="rt.einsum", check=_einsum_check,
+        jvp="rt.einsum(subscripts, a_dot, b) + rt.einsum(subscripts, a, b_dot)",
+        vjp={"a": "rt.einsum_vjp_a(subscripts, z_adj, a, b)", "b": "rt.einsum_vjp_b(subscripts, z_adj, a, b)"})

@@ -58,3 +58,28 @@ defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contr
 defrule(rt.jacobian, "t_dot, out, offset, x", nondiff=("out", "offset", "x"),
         jvp="rt.jacobian(t_dot_dot, out, offset, x)")
 defrule(rt.jacobian_rows, "rows, out, x", nondiff=("out", "x"), jvp="rt.jacobian_rows(rows_dot, out, x)")
+
+# ============================================================ issue 10: helpers of numpy_rules' new rules
+defrule(rt.sort_jvp, "t, a", nondiff=("a",), jvp="rt.sort_jvp(t_dot, a)", vjp="rt.sort_vjp(z_adj, a)")
+defrule(rt.sort_vjp, "g, a", nondiff=("a",), jvp="rt.sort_vjp(g_dot, a)", vjp="rt.sort_jvp(z_adj, a)")
+defrule(rt.diff_vjp, "g, n", nondiff=("n",), jvp="rt.diff_vjp(g_dot, n)", vjp="np.diff(z_adj, n)")
+defrule(rt.kron_vjp_a, "g, a, b", nondiff=("a",), jvp="rt.kron_vjp_a(g_dot, a, b) + rt.kron_vjp_a(g, a, b_dot)")
+defrule(rt.kron_vjp_b, "g, a, b", nondiff=("b",), jvp="rt.kron_vjp_b(g_dot, a, b) + rt.kron_vjp_b(g, a_dot, b)")
+# piecewise linear in x: the slope and the weights are constant in x between the points xp
+defrule(rt.interp_slope, "x, xp, fp", nondiff=("x", "xp"), jvp="rt.interp_slope(x, xp, fp_dot)")
+defrule(rt.interp_vjp_fp, "g, x, xp, fp", nondiff=("x", "xp", "fp"), jvp="rt.interp_vjp_fp(g_dot, x, xp, fp)")
+defrule(rt.tril_half, "m", jvp="rt.tril_half(m_dot)", vjp="rt.tril_half(z_adj)")
+defrule(rt.sym, "m", jvp="rt.sym(m_dot)", vjp="rt.sym(z_adj)")
+defrule(rt.pair_diff, "w", jvp="rt.pair_diff(w_dot)", vjp="rt.pair_diff_vjp(z_adj)")
+defrule(rt.pair_diff_vjp, "g", jvp="rt.pair_diff_vjp(g_dot)", vjp="rt.pair_diff(z_adj)")
+defrule(rt.eigh_f, "w", jvp="-(z * z) * rt.pair_diff(w_dot)", vjp="rt.pair_diff_vjp(-(z * z) * z_adj)")
+defrule(rt.eigh_w, "a", jvp="np.sum(rt.eigh_v(a) * (rt.sym(a_dot) @ rt.eigh_v(a)), 0)",
+        vjp="(rt.eigh_v(a) * z_adj) @ rt.eigh_v(a).T")
+defrule(rt.eigh_v, "a", jvp="z @ (rt.eigh_f(rt.eigh_w(a)) * (z.T @ rt.sym(a_dot) @ z))",
+        vjp="rt.sym(z @ (rt.eigh_f(rt.eigh_w(a)) * (z.T @ z_adj)) @ z.T)")
+defnondiff("a", rt.slogdet_sign)
+defrule(rt.slogdet_logdet, "a", jvp="np.trace(np.linalg.solve(a, a_dot))", vjp="z_adj * np.linalg.inv(a).T")
+defrule(rt.einsum_vjp_a, "subscripts, g, a, b=None", nondiff=("subscripts", "a"),
+        jvp="rt.einsum_vjp_a(subscripts, g_dot, a, b) + rt.einsum_vjp_a(subscripts, g, a, b_dot)")
+defrule(rt.einsum_vjp_b, "subscripts, g, a, b", nondiff=("subscripts", "b"),
+        jvp="rt.einsum_vjp_b(subscripts, g_dot, a, b) + rt.einsum_vjp_b(subscripts, g, a_dot, b)")
