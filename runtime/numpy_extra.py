@@ -26,8 +26,9 @@ from .broadcast import reduced_count
 from .reductions import _is_none, mean
 
 __all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "cumprod_jvp", "cumprod_vjp", "var", "std", "kron_vjp_a",
-           "kron_vjp_b", "interp_slope", "interp_vjp_fp", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f",
-           "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet"]
+           "kron_vjp_b", "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v",
+           "eigh_f",
+           "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim"]
 
 
 @register_jitable
@@ -270,6 +271,41 @@ def _interp_vjp_fp_nb(g, x, xp, fp):
     return lambda g, x, xp, fp: _interp_vjp_fp(flat_g(g), flat_x(x), xp, fp)
 
 
+@register_jitable
+def _interp_vjp_fp_dx(gf, tf, xf, xp, fp):
+    out = np.zeros(fp.size, np.float64)
+    for i in range(xf.size):
+        j, _ = _segment(xf[i], xp)
+        if j >= 0:
+            g = gf[0] if gf.size == 1 else gf[i]
+            t = tf[0] if tf.size == 1 else tf[i]
+            d = g * t / (xp[j + 1] - xp[j])
+            out[j] -= d
+            out[j + 1] += d
+    return out
+
+
+def interp_vjp_fp_dx(g, t, x, xp, fp):
+    """The change of :func:`interp_vjp_fp` when ``x`` moves along ``t`` (the weights are linear in ``x``).
+
+    >>> interp_vjp_fp_dx(1.0, 1.0, 0.25, np.array([0.0, 1.0]), np.zeros(2))
+    array([-1.,  1.])
+    """
+    flat = [np.ravel(np.asarray(v, np.float64)) for v in (g, t, x)]
+    return _interp_vjp_fp_dx(flat[0], flat[1], flat[2], xp, fp)
+
+
+@overload(interp_vjp_fp_dx)
+def _interp_vjp_fp_dx_nb(g, t, x, xp, fp):
+    def flat(v):
+        if isinstance(v, types.Array):
+            return lambda v: np.ascontiguousarray(v).reshape(v.size)
+        return lambda v: np.full(1, v)
+
+    flat_g, flat_t, flat_x = register_jitable(flat(g)), register_jitable(flat(t)), register_jitable(flat(x))
+    return lambda g, t, x, xp, fp: _interp_vjp_fp_dx(flat_g(g), flat_t(t), flat_x(x), xp, fp)
+
+
 # ------------------------------------------------------------------ decompositions
 @register_jitable
 def tril_half(m):
@@ -343,3 +379,18 @@ def slogdet_sign(a):
 def slogdet_logdet(a):
     """The log of the absolute determinant: ``np.linalg.slogdet(a)[1]``."""
     return np.linalg.slogdet(a)[1]
+
+
+def ndim(a):
+    """``np.ndim``, which Numba lacks: the number of axes (0 for a scalar).
+
+    >>> ndim(np.zeros((2, 3)))
+    2
+    """
+    return np.ndim(a)
+
+
+@overload(ndim)
+def _ndim_nb(a):
+    axes = a.ndim if isinstance(a, types.Array) else 0
+    return lambda a: axes

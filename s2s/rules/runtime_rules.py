@@ -67,7 +67,10 @@ defrule(rt.kron_vjp_a, "g, a, b", nondiff=("a",), jvp="rt.kron_vjp_a(g_dot, a, b
 defrule(rt.kron_vjp_b, "g, a, b", nondiff=("b",), jvp="rt.kron_vjp_b(g_dot, a, b) + rt.kron_vjp_b(g, a_dot, b)")
 # piecewise linear in x: the slope and the weights are constant in x between the points xp
 defrule(rt.interp_slope, "x, xp, fp", nondiff=("x", "xp"), jvp="rt.interp_slope(x, xp, fp_dot)")
-defrule(rt.interp_vjp_fp, "g, x, xp, fp", nondiff=("x", "xp", "fp"), jvp="rt.interp_vjp_fp(g_dot, x, xp, fp)")
+defrule(rt.interp_vjp_fp, "g, x, xp, fp", nondiff=("xp", "fp"),
+        jvp="rt.interp_vjp_fp(g_dot, x, xp, fp) + rt.interp_vjp_fp_dx(g, x_dot, x, xp, fp)")
+defrule(rt.interp_vjp_fp_dx, "g, t, x, xp, fp", nondiff=("x", "xp", "fp"),
+        jvp="rt.interp_vjp_fp_dx(g_dot, t, x, xp, fp) + rt.interp_vjp_fp_dx(g, t_dot, x, xp, fp)")
 defrule(rt.tril_half, "m", jvp="rt.tril_half(m_dot)", vjp="rt.tril_half(z_adj)")
 defrule(rt.sym, "m", jvp="rt.sym(m_dot)", vjp="rt.sym(z_adj)")
 defrule(rt.pair_diff, "w", jvp="rt.pair_diff(w_dot)", vjp="rt.pair_diff_vjp(z_adj)")
@@ -83,3 +86,9 @@ defrule(rt.einsum_vjp_a, "subscripts, g, a, b=None", nondiff=("subscripts", "a")
         jvp="rt.einsum_vjp_a(subscripts, g_dot, a, b) + rt.einsum_vjp_a(subscripts, g, a, b_dot)")
 defrule(rt.einsum_vjp_b, "subscripts, g, a, b", nondiff=("subscripts", "b"),
         jvp="rt.einsum_vjp_b(subscripts, g_dot, a, b) + rt.einsum_vjp_b(subscripts, g, a_dot, b)")
+
+# ------------------------------------------------ adjoints of joining arrays: linear in the adjoint
+defrule(rt.split_like, "g, arrays, axis", nondiff=("arrays", "axis"), jvp="rt.split_like(g_dot, arrays, axis)")
+defrule(rt.unstack_like, "g, arrays, axis", nondiff=("arrays", "axis"), jvp="rt.unstack_like(g_dot, arrays, axis)")
+defrule(rt.hsplit_like, "g, tup", nondiff=("tup",), jvp="rt.hsplit_like(g_dot, tup)")
+defrule(rt.vsplit_like, "g, tup", nondiff=("tup",), jvp="rt.vsplit_like(g_dot, tup)")
