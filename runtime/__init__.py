@@ -47,6 +47,7 @@ from .linalg import (
 from .numpy_extra import (
     cumprod_jvp,
     cumprod_vjp,
+    diag_vjp,
     diff_vjp,
     eigh_f,
     eigh_v,
@@ -111,6 +112,7 @@ __all__ = [
     "cumprod_jvp",
     "cumprod_vjp",
     "cumsum_vjp",
+    "diag_vjp",
     "diff_vjp",
     "dot_vjp_a",
     "dot_vjp_b",

@@ -28,7 +28,7 @@ from .reductions import _is_none, mean
 __all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "cumprod_jvp", "cumprod_vjp", "var", "std", "kron_vjp_a",
            "kron_vjp_b", "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v",
            "eigh_f",
-           "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim"]
+           "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp"]
 
 
 @register_jitable
@@ -394,3 +394,39 @@ def ndim(a):
 def _ndim_nb(a):
     axes = a.ndim if isinstance(a, types.Array) else 0
     return lambda a: axes
+
+
+def diag_vjp(g, v, k):
+    """Adjoint of ``np.diag(v, k)``: the ``k``-th diagonal of ``g`` (``v`` 1-D), or ``g`` put on it (``v`` 2-D).
+
+    >>> diag_vjp(np.array([1.0, 2.0]), np.zeros((2, 3)), 1)
+    array([[0., 1., 0.],
+           [0., 0., 2.]])
+    """
+    if np.ndim(v) == 1:
+        return np.diag(g, k)
+    out = np.zeros(np.shape(v))
+    _place_diagonal(out, g, k)
+    return out
+
+
+@register_jitable
+def _place_diagonal(out, g, k):
+    for i in range(g.size):
+        if k >= 0:
+            out[i, i + k] = g[i]
+        else:
+            out[i - k, i] = g[i]
+
+
+@overload(diag_vjp)
+def _diag_vjp_nb(g, v, k):
+    if v.ndim == 1:
+        return lambda g, v, k: np.diag(g, k)
+
+    def impl(g, v, k):
+        out = np.zeros(v.shape, np.float64)
+        _place_diagonal(out, g, k)
+        return out
+
+    return impl

@@ -259,6 +259,67 @@ case(builtins.len, "{x} * len({x})", "nondiff", x=V4)
 case(builtins.bool, "{x} * (1.0 + bool({x} > 0.0))", "scalar", x=away(0.3, 2.0))
 case(builtins.round, "{x} * round({x}, 1)", "scalar", x=uniform(0.51, 0.54))
 
+# ------------------------------------------------------------------ the rest of Numba's NumPy
+case(np.logaddexp2, "np.logaddexp2({x}, {y})", "numba", x=normal(3, 4), y=normal(4))
+case(np.float_power, "np.float_power({x}, {y})", "numba", x=uniform(0.5, 2.0, 3, 4), y=normal(4))
+for _fn in (np.remainder, np.fmod):
+    case(_fn, f"np.{_fn.__name__}({{x}}, {{y}})", "numba", x=uniform(0.5, 0.9, 3, 4), y=uniform(1.2, 2.0, 4))
+case(np.copysign, "np.copysign({x}, {y})", "numba", fixed=("y",), x=away(0.3, 2.0, 4), y=away(0.3, 2.0, 4))
+case(np.ldexp, "np.ldexp({x}, {i})", "numba", x=normal(4), i=lambda rng: np.array([0, 1, -1, 2]))
+case(np.vdot, "np.vdot({a}, {b})", "numba", a=normal(4), b=normal(4))
+case(np.cross, "np.cross({a}, {b})", "numba", a=normal(3), b=normal(3))
+case(np.cross, "np.cross({a}, {b})", "numba", a=normal(2, 3), b=normal(2, 3))
+case(np.convolve, "np.convolve({a}, {v})", "numba", a=normal(5), v=normal(3))
+case(np.correlate, "np.correlate({a}, {v})", "numba", a=normal(5), v=normal(3))
+case(np.diag, "np.diag({v})", "numba", v=normal(3))
+case(np.diag, "np.diag({m}, 1)", "numba", m=normal(3, 4))
+case(np.diag, "np.diag({m}, -1)", "numba", m=normal(3, 3))
+case(np.swapaxes, "np.swapaxes({x}, 0, 2)", "numba", x=normal(2, 3, 2))
+case(np.moveaxis, "np.moveaxis({x}, 0, 2)", "numba", x=normal(2, 3, 2))
+case(np.rot90, "np.rot90({x})", "numba", x=normal(2, 3))
+case(np.rot90, "np.rot90({x}, 2)", "numba", x=normal(2, 3))
+for _fn in (np.all, np.any):
+    case(_fn, f"{{x}} * (1.0 + np.{_fn.__name__}({{x}} > 0.0))", "numba_nondiff", x=V4)
+for _fn in (np.count_nonzero, np.nanargmax, np.nanargmin):
+    case(_fn, f"{{x}} * np.{_fn.__name__}({{x}})", "numba_nondiff", x=spaced(4))
+case(np.argwhere, "{x} * np.argwhere({x} > 0.0).shape[0]", "numba_nondiff", x=V4)
+case(np.flatnonzero, "{x} * np.flatnonzero({x} > 0.0).size", "numba_nondiff", x=V4)
+case(np.nonzero, "{x} * np.nonzero({x} > 0.0)[0].size", "numba_nondiff", x=V4)
+for _fn in (np.isneginf, np.isposinf, np.isreal, np.iscomplex, np.signbit):
+    case(_fn, f"np.where(np.{_fn.__name__}({{x}}), 2.0 * {{x}}, {{x}})", "numba_nondiff", x=V4)
+case(np.spacing, "{x} + 0.0 * np.spacing({x})", "numba_nondiff", x=V4)
+case(np.isclose, "np.where(np.isclose({x}, {y}), {x}, {y})", "numba_nondiff", x=spaced(4), y=spaced(4))
+case(np.allclose, "{x} * (1.0 + np.allclose({x}, {y}))", "numba_nondiff", x=V4, y=V4)
+case(np.array_equal, "{x} * (1.0 + np.array_equal({x}, {y}))", "numba_nondiff", x=V4, y=V4)
+case(np.argpartition, "{x} * np.argpartition({x}, 1)", "numba_nondiff", x=spaced(4))
+case(np.bincount, "{x} * np.bincount({i})[:4]", "numba_nondiff", x=V4, i=lambda rng: np.array([0, 1, 1, 3]))
+case(np.digitize, "{x} * np.digitize({x}, {b})", "numba_nondiff", fixed=("b",), x=spaced(4),
+     b=lambda rng: np.array([0.1, 0.6, 1.1]))
+case(np.searchsorted, "{x} * np.searchsorted({b}, {x})", "numba_nondiff", fixed=("b",), x=spaced(4),
+     b=lambda rng: np.array([0.1, 0.6, 1.1]))
+case(np.isin, "np.where(np.isin({x}, {x}[:2]), {x}, 2.0 * {x})", "numba_nondiff", x=spaced(4))
+case(np.unique, "{x} * np.unique({x}).size", "numba_nondiff", x=V4)
+for _fn in (np.intersect1d, np.union1d, np.setdiff1d, np.setxor1d):
+    case(_fn, f"{{x}} * np.{_fn.__name__}({{x}}, {{x}}[:2]).size", "numba_nondiff", x=spaced(4))
+case(np.histogram, "{x} * np.histogram({x}, 2)[0][0]", "numba_nondiff", x=spaced(4))
+case(np.tri, "{m} * np.tri(3)", "numba_nondiff", m=M3)
+case(np.identity, "{m} @ np.identity(3)", "numba_nondiff", m=M3)
+case(np.indices, "{m} * np.indices((3, 3))[0]", "numba_nondiff", m=M3)
+for _fn in (np.tril_indices, np.triu_indices):
+    case(_fn, f"{{x}} * np.{_fn.__name__}(3)[0][:4]", "numba_nondiff", x=V4)
+for _fn in (np.tril_indices_from, np.triu_indices_from):
+    case(_fn, f"{{x}} * np.{_fn.__name__}({{m}})[0][:4]", "numba_nondiff", x=V4, m=M3)
+for _fn in (np.geomspace, np.logspace):
+    case(_fn, f"{{x}} * np.{_fn.__name__}(1.0, 2.0, 4)", "numba_nondiff", x=V4)
+for _fn in (np.floor_divide, np.logical_xor):
+    case(_fn, f"{{x}} * np.{_fn.__name__}({{x}} > 0.0, {{y}} > 0.0)" if _fn is np.logical_xor
+         else f"{{x}} * np.{_fn.__name__}({{x}}, 0.3)", "numba_nondiff", x=uniform(0.35, 0.55, 4), y=V4)
+for _fn in (np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.gcd, np.lcm, np.left_shift, np.right_shift):
+    case(_fn, f"{{x}} * np.{_fn.__name__}({{i}}, {{j}})", "numba_nondiff", x=V4, i=lambda rng: np.array([1, 2, 3, 4]),
+         j=lambda rng: np.array([2, 2, 1, 1]))
+case(np.invert, "{x} * np.invert({x} > 0.0)", "numba_nondiff", x=V4)
+case(np.linalg.matrix_rank, "{m} * np.linalg.matrix_rank({m})", "numba_nondiff", m=M3)
+
 #: Rules checked by other tests, and why.
 COVERED_ELSEWHERE = {
     builtins.range: "loops: tests/test_constructs.py differentiates range loops",
@@ -270,7 +331,7 @@ for _fn in (rt.unbroadcast, rt.broadcast_like, rt.unreduce, rt.select, rt.flat, 
             rt.sort_jvp, rt.sort_vjp, rt.diff_vjp, rt.kron_vjp_a, rt.kron_vjp_b, rt.interp_slope, rt.interp_vjp_fp,
             rt.tril_half, rt.sym, rt.pair_diff, rt.pair_diff_vjp, rt.eigh_f, rt.eigh_w, rt.eigh_v, rt.slogdet_sign,
             rt.slogdet_logdet, rt.einsum_vjp_a, rt.einsum_vjp_b, rt.interp_vjp_fp_dx, rt.split_like,
-            rt.unstack_like, rt.hsplit_like, rt.vsplit_like):
+            rt.unstack_like, rt.hsplit_like, rt.vsplit_like, rt.diag_vjp):
     COVERED_ELSEWHERE[_fn] = _HELPERS
 for _fn in (rt.reserve, rt.reversed_range, rt.reversed_steps):
     COVERED_ELSEWHERE[_fn] = "tapes of loops: tests/test_higher_order.py differentiates gradients of loops"
@@ -287,7 +348,7 @@ SECOND_ORDER_GAPS = {
 #: Rules checked compiled as well: those of issue 10 (Numba-compiled code meets them nowhere else yet).
 COMPILED = {np.sort, np.diff, np.cumprod, np.var, np.std, np.atleast_1d, np.atleast_3d, np.roll, np.flip, np.fliplr,
             np.flipud, np.tril, np.triu, np.kron, np.interp, np.linalg.cholesky, np.linalg.eigh, np.linalg.slogdet,
-            np.einsum, np.ndim}
+            np.einsum, np.ndim} | {c.fn for c in CASES if c.group.startswith("numba")}
 for _c in CASES:
     _c.second = _c.fn not in SECOND_ORDER_GAPS
     _c.compiled = _c.fn in COMPILED

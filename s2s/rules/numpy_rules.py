@@ -224,3 +224,57 @@ def _einsum_check(bound: dict) -> str | None:
 defrule(np.einsum, "subscripts, a, b=None", nondiff=("subscripts",), impl="rt.einsum", check=_einsum_check,
         jvp="rt.einsum(subscripts, a_dot, b) + rt.einsum(subscripts, a, b_dot)",
         vjp={"a": "rt.einsum_vjp_a(subscripts, z_adj, a, b)", "b": "rt.einsum_vjp_b(subscripts, z_adj, a, b)"})
+
+# ============================================================ issue 10: the rest of Numba's NumPy
+defrule(np.logaddexp2, "x1, x2", jvp="x1_dot * np.exp2(x1 - z) + x2_dot * np.exp2(x2 - z)",
+        vjp=("rt.unbroadcast(z_adj * np.exp2(x1 - z), x1)", "rt.unbroadcast(z_adj * np.exp2(x2 - z), x2)"))
+defrule(np.float_power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1.0) + x2_dot * z * np.log(x1)",
+        vjp=("rt.unbroadcast(z_adj * x2 * x1 ** (x2 - 1.0), x1)", "rt.unbroadcast(z_adj * z * np.log(x1), x2)"))
+for _fn, _quotient in ((np.remainder, "np.floor"), (np.fmod, "np.trunc")):  # x1 - q(x1 / x2) * x2
+    defrule(_fn, "x1, x2", jvp=f"x1_dot - x2_dot * {_quotient}(x1 / x2)",
+            vjp=("rt.unbroadcast(z_adj, x1)", f"rt.unbroadcast(-z_adj * {_quotient}(x1 / x2), x2)"))
+defrule(np.copysign, "x1, x2", nondiff=("x2",), jvp="x1_dot * np.copysign(1.0, x1) * np.copysign(1.0, x2)",
+        vjp="rt.unbroadcast(z_adj * np.copysign(1.0, x1) * np.copysign(1.0, x2), x1)")
+defrule(np.ldexp, "x1, x2", nondiff=("x2",), jvp="x1_dot * np.exp2(x2)",
+        vjp="rt.unbroadcast(z_adj * np.exp2(x2), x1)")
+defrule(np.vdot, "a, b", jvp="np.vdot(a_dot, b) + np.vdot(a, b_dot)",
+        vjp=("rt.reshape_like(z_adj * b, a)", "rt.reshape_like(z_adj * a, b)"))
+defrule(np.cross, "a, b", jvp="np.cross(a_dot, b) + np.cross(a, b_dot)",
+        vjp=("np.cross(b, z_adj)", "np.cross(z_adj, a)"))
+# full convolution and valid correlation are each other's adjoints
+defrule(np.convolve, "a, v", jvp="np.convolve(a_dot, v) + np.convolve(a, v_dot)",
+        vjp=("np.correlate(z_adj, v)", "np.correlate(z_adj, a)"))
+defrule(np.correlate, "a, v", jvp="np.correlate(a_dot, v) + np.correlate(a, v_dot)",
+        vjp=("np.convolve(z_adj, v)", "np.correlate(a, z_adj)"))
+defrule(np.diag, "v, k=0", nondiff=("k",), jvp="np.diag(v_dot, k)", vjp="rt.diag_vjp(z_adj, v, k)")
+defrule(np.swapaxes, "a, axis1, axis2", nondiff=("axis1", "axis2"), view=True,
+        jvp="np.swapaxes(a_dot, axis1, axis2)", vjp="np.swapaxes(z_adj, axis1, axis2)")
+defrule(np.moveaxis, "a, source, destination", nondiff=("source", "destination"), view=True,
+        jvp="np.moveaxis(a_dot, source, destination)", vjp="np.moveaxis(z_adj, destination, source)")
+defrule(np.rot90, "m, k=1", nondiff=("k",), view=True, jvp="np.rot90(m_dot, k)", vjp="np.rot90(z_adj, -k)")
+
+# integer, boolean and index results, and functions that only build constants
+defnondiff("a, axis=None", np.all, np.any, np.count_nonzero, np.nanargmax, np.nanargmin)
+defnondiff("a", np.argwhere, np.flatnonzero, np.nonzero, np.isneginf, np.isposinf, np.isreal, np.iscomplex)
+defnondiff("a, b, rtol=1e-05, atol=1e-08, equal_nan=False", np.isclose, np.allclose)
+defnondiff("a1, a2", np.array_equal)
+defnondiff("a, kth", np.argpartition)
+defnondiff("x, weights=None, minlength=0", np.bincount)
+defnondiff("x, bins, right=False", np.digitize)
+defnondiff("a, v, side='left'", np.searchsorted)
+defnondiff("element, test_elements, assume_unique=False, invert=False", np.isin)
+defnondiff("ar", np.unique)
+defnondiff("ar1, ar2", np.intersect1d, np.union1d, np.setdiff1d, np.setxor1d)
+defnondiff("a, bins=10, range=None", np.histogram)
+defnondiff("N, M=None, k=0, dtype=None", np.tri)
+defnondiff("n, dtype=None", np.identity)
+defnondiff("dimensions", np.indices)
+defnondiff("n, k=0, m=None", np.tril_indices, np.triu_indices)
+defnondiff("arr, k=0", np.tril_indices_from, np.triu_indices_from)
+defnondiff("start, stop, num=50", np.geomspace, np.logspace)
+defnondiff("x", np.signbit, np.spacing)
+defnondiff("x1, x2", np.floor_divide, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.logical_xor, np.gcd,
+           np.lcm, np.left_shift, np.right_shift)
+defnondiff("x", np.invert)
+defnondiff("a, tol=None", np.linalg.matrix_rank)
+register_name(np.linalg.matrix_rank, "np.linalg.matrix_rank")

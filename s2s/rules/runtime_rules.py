@@ -92,3 +92,4 @@ defrule(rt.split_like, "g, arrays, axis", nondiff=("arrays", "axis"), jvp="rt.sp
 defrule(rt.unstack_like, "g, arrays, axis", nondiff=("arrays", "axis"), jvp="rt.unstack_like(g_dot, arrays, axis)")
 defrule(rt.hsplit_like, "g, tup", nondiff=("tup",), jvp="rt.hsplit_like(g_dot, tup)")
 defrule(rt.vsplit_like, "g, tup", nondiff=("tup",), jvp="rt.vsplit_like(g_dot, tup)")
+defrule(rt.diag_vjp, "g, v, k", nondiff=("v", "k"), jvp="rt.diag_vjp(g_dot, v, k)")
