@@ -507,3 +507,29 @@ def test_second_order_gap_is_an_error(fn, tmp_path):
     for k, c in enumerate(c for c in CASES if c.fn is fn and not c.second):
         with pytest.raises(NoRuleError):
             _second_order(_build([c], f"gap_{k}", tmp_path, 0))
+
+
+def _einsum_ellipsis(x):
+    return np.sum(np.einsum("...i->i", x))  # ellipsis
+
+
+def _einsum_three(x):
+    return np.einsum("i,i,i->", x, x, x)  # three
+
+
+def _einsum_unknown_letter(x):
+    return np.sum(np.einsum("ij->k", x))  # unknown
+
+
+@pytest.mark.parametrize("fn, marker, words", [(_einsum_ellipsis, "ellipsis", "ellipsis"),
+                                               (_einsum_three, "three", "parameters are"),
+                                               (_einsum_unknown_letter, "unknown", "output letter")])
+def test_unsupported_einsum_is_a_located_error(fn, marker, words):
+    from conftest import line_of
+
+    from s2s.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(fn, target="python")(np.ones((2, 3)) if marker != "three" else np.ones(3))
+    message = str(info.value)
+    assert words in message and f"line {line_of(fn, marker)}" in message and "np.einsum" in message

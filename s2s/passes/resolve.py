@@ -149,7 +149,7 @@ class _Resolver(gast.NodeTransformer):
                                     hint=f"its parameters are ({', '.join(rule.params)})")
         why = rule.check(bound) if rule.check else None
         if why:
-            raise self._unsupported(f"`{rule.name}` here: {why}")
+            raise self._unsupported(f"this call of `{rule.name}`", hint=why)
         if rule.expand:
             return located(subst(template(rule.expand), bound), node)
         return node
