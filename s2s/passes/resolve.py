@@ -32,11 +32,11 @@ import types
 import gast
 import numpy as np
 
-from ..astutil import attr_chain, call, const, dotted, located, name, to_source
+from ..astutil import attr_chain, call, const, dotted, located, name, subst, to_source
 from ..custom import custom_jvp, custom_vjp
 from ..errors import NoRuleError, S2SError, UnsupportedError
 from ..frontend import MISSING
-from ..rules import canonical_name, lookup
+from ..rules import canonical_name, lookup, template
 from .flatten import flatten_literal_args
 
 __all__ = ["resolve", "ARRAY_METHODS", "to_source"]
@@ -136,6 +136,22 @@ class _Resolver(gast.NodeTransformer):
             raise self._unsupported("calling a value computed in the function")
         obj = self._value_of(func)
         node.func = located(self.callee(obj, node, getattr(node, "s2s_structures", None)), func)
+        rule = lookup(getattr(obj, "py_func", obj))
+        if rule is not None and (rule.check or rule.expand):
+            return self._by_rule(rule, node)
+        return node
+
+    def _by_rule(self, rule, node):
+        """Check a call's arguments against its rule; a tuple-valued call becomes its rule's tuple of calls."""
+        bound = rule.bind(node.args, {k.arg: k.value for k in node.keywords})
+        if bound is None:
+            raise self._unsupported(f"this call of `{rule.name}`",
+                                    hint=f"its parameters are ({', '.join(rule.params)})")
+        why = rule.check(bound) if rule.check else None
+        if why:
+            raise self._unsupported(f"this call of `{rule.name}`", hint=why)
+        if rule.expand:
+            return located(subst(template(rule.expand), bound), node)
         return node
 
     def _jvp_call(self, node, func):

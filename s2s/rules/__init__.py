@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import gast
 
-__all__ = ["Rule", "defrule", "defnondiff", "lookup", "template", "canonical_name"]
+__all__ = ["Rule", "defrule", "defnondiff", "lookup", "template", "canonical_name", "registered"]
 
 _RULES: dict = {}
 _NAMES: dict = {}
@@ -48,6 +48,8 @@ class Rule:
     view: bool = False  # the result may share memory with the first argument
     impl: str | None = None  # how generated code calls it, where Numba lacks the NumPy spelling
     impl_when: frozenset = frozenset()  # call `impl` only when one of these is passed (empty: always)
+    expand: str | None = None  # a tuple of single-result calls generated code writes instead (``slogdet``)
+    check: object = None  # check(bound) -> None, or why these (source) arguments are not supported
 
     def bind(self, args: list, keywords: dict) -> dict | None:
         """Map call arguments to parameter names (defaults as parsed source); None if they do not fit."""
@@ -76,12 +78,16 @@ def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
 
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
             sequences: tuple = (), view: bool = False, name: str | None = None,
-            impl: str | None = None, impl_when: tuple = ()) -> Rule:
+            impl: str | None = None, impl_when: tuple = (), expand: str | None = None,
+            check=None) -> Rule:
     """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
 
     ``vjp`` is one expression (for a function of one differentiable
     parameter), a tuple in the order of the differentiable parameters, or a
-    dict keyed by parameter name.
+    dict keyed by parameter name. A function returning a tuple gives
+    ``expand``, a tuple of calls (each with a rule of its own) generated
+    code makes instead; ``check(bound)`` returns why the arguments (gast
+    nodes by parameter) are not supported, or None.
 
         >>> import math
         >>> defrule(math.sin, "x", jvp="x_dot * math.cos(x)", vjp="z_adj * math.cos(x)").name
@@ -96,7 +102,7 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
     elif isinstance(vjp, tuple):
         vjp = dict(zip(diff, vjp))
     rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
-                True, frozenset(sequences), view, impl, frozenset(impl_when))
+                True, frozenset(sequences), view, impl, frozenset(impl_when), expand, check)
     _RULES[fn] = rule
     return rule
 
@@ -116,6 +122,12 @@ def lookup(fn) -> Rule | None:
         return _RULES.get(fn)
     except TypeError:  # unhashable
         return None
+
+
+def registered() -> dict:
+    """Every registered rule, keyed by function (the runtime's spellings of NumPy functions included)."""
+    _load_tables()
+    return dict(_RULES)
 
 
 def register_name(fn, name: str) -> None:

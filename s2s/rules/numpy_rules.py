@@ -161,4 +161,120 @@ defnondiff("start, stop, num=50", np.linspace)
 defnondiff("a, axis=None", np.argmax, np.argmin, np.argsort)
 defnondiff("x1, x2", np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or)
-defnondiff("a", np.shape, np.ndim, np.size)
+defnondiff("a", np.shape, np.size)
+defnondiff("a", np.ndim, impl="rt.ndim")  # Numba has no np.ndim
+
+
+# ============================================================ issue 10: sorting, differences, statistics
+defrule(np.sort, "a", jvp="rt.sort_jvp(a_dot, a)", vjp="rt.sort_vjp(z_adj, a)")
+defrule(np.diff, "a, n=1", nondiff=("n",), jvp="np.diff(a_dot, n)", vjp="rt.diff_vjp(z_adj, n)")
+defrule(np.cumprod, "a", jvp="rt.cumprod_jvp(a_dot, a)", vjp="rt.cumprod_vjp(z_adj, a)")
+_CENTRED = "(a - rt.mean(a, axis, keepdims=True))"
+_DOF = "(rt.reduced_count(a, axis) - ddof)"
+defrule(np.var, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+        nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.var", impl_when=("axis", "ddof", "keepdims"),
+        jvp=f"2.0 * rt.sum({_CENTRED} * a_dot, axis, keepdims=keepdims) / {_DOF}",
+        vjp=f"2.0 * {_CENTRED} * rt.unreduce(z_adj, a, axis, keepdims) / {_DOF}")
+defrule(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+        nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.std", impl_when=("axis", "ddof", "keepdims"),
+        jvp=f"rt.sum({_CENTRED} * a_dot, axis, keepdims=keepdims) / ({_DOF} * z)",
+        vjp=f"{_CENTRED} * rt.unreduce(z_adj / z, a, axis, keepdims) / {_DOF}")
+
+# ============================================================ issue 10: moving elements
+for _fn in (np.atleast_1d, np.atleast_3d):
+    defrule(_fn, "a", view=True, jvp=f"np.{_fn.__name__}(a_dot)", vjp="rt.reshape_like(z_adj, a)")
+defrule(np.roll, "a, shift", nondiff=("shift",), jvp="np.roll(a_dot, shift)", vjp="np.roll(z_adj, -shift)")
+for _fn in (np.flip, np.fliplr, np.flipud):  # each its own inverse and adjoint
+    defrule(_fn, "m", view=True, jvp=f"np.{_fn.__name__}(m_dot)", vjp=f"np.{_fn.__name__}(z_adj)")
+for _fn in (np.tril, np.triu):  # masks: their own adjoints
+    defrule(_fn, "m, k=0", nondiff=("k",), jvp=f"np.{_fn.__name__}(m_dot, k)", vjp=f"np.{_fn.__name__}(z_adj, k)")
+defrule(np.kron, "a, b", jvp="np.kron(a_dot, b) + np.kron(a, b_dot)",
+        vjp=("rt.kron_vjp_a(z_adj, a, b)", "rt.kron_vjp_b(z_adj, a, b)"))
+defrule(np.interp, "x, xp, fp", nondiff=("xp",), jvp="x_dot * rt.interp_slope(x, xp, fp) + np.interp(x, xp, fp_dot)",
+        vjp={"x": "z_adj * rt.interp_slope(x, xp, fp)", "fp": "rt.interp_vjp_fp(z_adj, x, xp, fp)"})
+
+# ============================================================ issue 10: decompositions
+# Symmetric inputs: a tangent is symmetrised (NumPy reads one triangle), the adjoint is symmetric.
+for _name in ("cholesky", "eigh"):
+    register_name(getattr(np.linalg, _name), f"np.linalg.{_name}")
+defrule(np.linalg.cholesky, "a",
+        jvp="z @ rt.tril_half(np.linalg.solve(z, np.linalg.solve(z, rt.sym(a_dot)).T).T)",
+        vjp="rt.sym(np.linalg.solve(z.T, np.linalg.solve(z.T, rt.tril_half(z.T @ z_adj)).T).T)")
+defrule(np.linalg.eigh, "a", expand="(rt.eigh_w(a), rt.eigh_v(a))")  # distinct eigenvalues
+defrule(np.linalg.slogdet, "a", expand="(rt.slogdet_sign(a), rt.slogdet_logdet(a))")
+
+
+def _einsum_check(bound: dict) -> str | None:
+    """Why an ``np.einsum`` call is not supported (subscripts not a literal, an ellipsis...), or None."""
+    import gast
+
+    from s2s_runtime.einsum import parse
+
+    subscripts = bound["subscripts"]
+    if not (isinstance(subscripts, gast.Constant) and isinstance(subscripts.value, str)):
+        return "the subscripts must be a string literal"
+    operands = 1 if isinstance(bound["b"], gast.Constant) and bound["b"].value is None else 2
+    try:
+        parse(subscripts.value, operands)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+defrule(np.einsum, "subscripts, a, b=None", nondiff=("subscripts",), impl="rt.einsum", check=_einsum_check,
+        jvp="rt.einsum(subscripts, a_dot, b) + rt.einsum(subscripts, a, b_dot)",
+        vjp={"a": "rt.einsum_vjp_a(subscripts, z_adj, a, b)", "b": "rt.einsum_vjp_b(subscripts, z_adj, a, b)"})
+
+# ============================================================ issue 10: the rest of Numba's NumPy
+defrule(np.logaddexp2, "x1, x2", jvp="x1_dot * np.exp2(x1 - z) + x2_dot * np.exp2(x2 - z)",
+        vjp=("rt.unbroadcast(z_adj * np.exp2(x1 - z), x1)", "rt.unbroadcast(z_adj * np.exp2(x2 - z), x2)"))
+defrule(np.float_power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1.0) + x2_dot * z * np.log(x1)",
+        vjp=("rt.unbroadcast(z_adj * x2 * x1 ** (x2 - 1.0), x1)", "rt.unbroadcast(z_adj * z * np.log(x1), x2)"))
+for _fn, _quotient in ((np.remainder, "np.floor"), (np.fmod, "np.trunc")):  # x1 - q(x1 / x2) * x2
+    defrule(_fn, "x1, x2", jvp=f"x1_dot - x2_dot * {_quotient}(x1 / x2)",
+            vjp=("rt.unbroadcast(z_adj, x1)", f"rt.unbroadcast(-z_adj * {_quotient}(x1 / x2), x2)"))
+defrule(np.copysign, "x1, x2", nondiff=("x2",), jvp="x1_dot * np.copysign(1.0, x1) * np.copysign(1.0, x2)",
+        vjp="rt.unbroadcast(z_adj * np.copysign(1.0, x1) * np.copysign(1.0, x2), x1)")
+defrule(np.ldexp, "x1, x2", nondiff=("x2",), jvp="x1_dot * np.exp2(x2)",
+        vjp="rt.unbroadcast(z_adj * np.exp2(x2), x1)")
+defrule(np.vdot, "a, b", jvp="np.vdot(a_dot, b) + np.vdot(a, b_dot)",
+        vjp=("rt.reshape_like(z_adj * b, a)", "rt.reshape_like(z_adj * a, b)"))
+defrule(np.cross, "a, b", jvp="np.cross(a_dot, b) + np.cross(a, b_dot)",
+        vjp=("np.cross(b, z_adj)", "np.cross(z_adj, a)"))
+# full convolution and valid correlation are each other's adjoints
+defrule(np.convolve, "a, v", jvp="np.convolve(a_dot, v) + np.convolve(a, v_dot)",
+        vjp=("np.correlate(z_adj, v)", "np.correlate(z_adj, a)"))
+defrule(np.correlate, "a, v", jvp="np.correlate(a_dot, v) + np.correlate(a, v_dot)",
+        vjp=("np.convolve(z_adj, v)", "np.correlate(a, z_adj)"))
+defrule(np.diag, "v, k=0", nondiff=("k",), jvp="np.diag(v_dot, k)", vjp="rt.diag_vjp(z_adj, v, k)")
+defrule(np.swapaxes, "a, axis1, axis2", nondiff=("axis1", "axis2"), view=True,
+        jvp="np.swapaxes(a_dot, axis1, axis2)", vjp="np.swapaxes(z_adj, axis1, axis2)")
+defrule(np.moveaxis, "a, source, destination", nondiff=("source", "destination"), view=True,
+        jvp="np.moveaxis(a_dot, source, destination)", vjp="np.moveaxis(z_adj, destination, source)")
+defrule(np.rot90, "m, k=1", nondiff=("k",), view=True, jvp="np.rot90(m_dot, k)", vjp="np.rot90(z_adj, -k)")
+
+# integer, boolean and index results, and functions that only build constants
+defnondiff("a, axis=None", np.all, np.any, np.count_nonzero, np.nanargmax, np.nanargmin)
+defnondiff("a", np.argwhere, np.flatnonzero, np.nonzero, np.isneginf, np.isposinf, np.isreal, np.iscomplex)
+defnondiff("a, b, rtol=1e-05, atol=1e-08, equal_nan=False", np.isclose, np.allclose)
+defnondiff("a1, a2", np.array_equal)
+defnondiff("a, kth", np.argpartition)
+defnondiff("x, weights=None, minlength=0", np.bincount)
+defnondiff("x, bins, right=False", np.digitize)
+defnondiff("a, v, side='left'", np.searchsorted)
+defnondiff("element, test_elements, assume_unique=False, invert=False", np.isin)
+defnondiff("ar", np.unique)
+defnondiff("ar1, ar2", np.intersect1d, np.union1d, np.setdiff1d, np.setxor1d)
+defnondiff("a, bins=10, range=None", np.histogram)
+defnondiff("N, M=None, k=0, dtype=None", np.tri)
+defnondiff("n, dtype=None", np.identity)
+defnondiff("dimensions", np.indices)
+defnondiff("n, k=0, m=None", np.tril_indices, np.triu_indices)
+defnondiff("arr, k=0", np.tril_indices_from, np.triu_indices_from)
+defnondiff("start, stop, num=50", np.geomspace, np.logspace)
+defnondiff("x", np.signbit, np.spacing)
+defnondiff("x1, x2", np.floor_divide, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.logical_xor, np.gcd,
+           np.lcm, np.left_shift, np.right_shift)
+defnondiff("x", np.invert)
+defnondiff("a, tol=None", np.linalg.matrix_rank)
+register_name(np.linalg.matrix_rank, "np.linalg.matrix_rank")

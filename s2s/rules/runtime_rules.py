@@ -72,3 +72,37 @@ defrule(rt.vm.logistic, "x", jvp="x_dot * z * (1.0 - z)", vjp="z_adj * z * (1.0 
 defrule(rt.vm.sum, "a", jvp="rt.vm.sum(a_dot)", vjp="rt.unreduce(z_adj, a, None, False)", name="rt.vm.sum")
 defrule(rt.vm.reduce_add, "total, term", jvp="rt.vm.reduce_add(total_dot, term_dot)", vjp=("z_adj", "z_adj"),
         name="rt.vm.reduce_add")
+# ============================================================ issue 10: helpers of numpy_rules' new rules
+defrule(rt.sort_jvp, "t, a", nondiff=("a",), jvp="rt.sort_jvp(t_dot, a)", vjp="rt.sort_vjp(z_adj, a)")
+defrule(rt.sort_vjp, "g, a", nondiff=("a",), jvp="rt.sort_vjp(g_dot, a)", vjp="rt.sort_jvp(z_adj, a)")
+defrule(rt.diff_vjp, "g, n", nondiff=("n",), jvp="rt.diff_vjp(g_dot, n)", vjp="np.diff(z_adj, n)")
+defrule(rt.kron_vjp_a, "g, a, b", nondiff=("a",), jvp="rt.kron_vjp_a(g_dot, a, b) + rt.kron_vjp_a(g, a, b_dot)")
+defrule(rt.kron_vjp_b, "g, a, b", nondiff=("b",), jvp="rt.kron_vjp_b(g_dot, a, b) + rt.kron_vjp_b(g, a_dot, b)")
+# piecewise linear in x: the slope and the weights are constant in x between the points xp
+defrule(rt.interp_slope, "x, xp, fp", nondiff=("x", "xp"), jvp="rt.interp_slope(x, xp, fp_dot)")
+defrule(rt.interp_vjp_fp, "g, x, xp, fp", nondiff=("xp", "fp"),
+        jvp="rt.interp_vjp_fp(g_dot, x, xp, fp) + rt.interp_vjp_fp_dx(g, x_dot, x, xp, fp)")
+defrule(rt.interp_vjp_fp_dx, "g, t, x, xp, fp", nondiff=("x", "xp", "fp"),
+        jvp="rt.interp_vjp_fp_dx(g_dot, t, x, xp, fp) + rt.interp_vjp_fp_dx(g, t_dot, x, xp, fp)")
+defrule(rt.tril_half, "m", jvp="rt.tril_half(m_dot)", vjp="rt.tril_half(z_adj)")
+defrule(rt.sym, "m", jvp="rt.sym(m_dot)", vjp="rt.sym(z_adj)")
+defrule(rt.pair_diff, "w", jvp="rt.pair_diff(w_dot)", vjp="rt.pair_diff_vjp(z_adj)")
+defrule(rt.pair_diff_vjp, "g", jvp="rt.pair_diff_vjp(g_dot)", vjp="rt.pair_diff(z_adj)")
+defrule(rt.eigh_f, "w", jvp="-(z * z) * rt.pair_diff(w_dot)", vjp="rt.pair_diff_vjp(-(z * z) * z_adj)")
+defrule(rt.eigh_w, "a", jvp="np.sum(rt.eigh_v(a) * (rt.sym(a_dot) @ rt.eigh_v(a)), 0)",
+        vjp="(rt.eigh_v(a) * z_adj) @ rt.eigh_v(a).T")
+defrule(rt.eigh_v, "a", jvp="z @ (rt.eigh_f(rt.eigh_w(a)) * (z.T @ rt.sym(a_dot) @ z))",
+        vjp="rt.sym(z @ (rt.eigh_f(rt.eigh_w(a)) * (z.T @ z_adj)) @ z.T)")
+defnondiff("a", rt.slogdet_sign)
+defrule(rt.slogdet_logdet, "a", jvp="np.trace(np.linalg.solve(a, a_dot))", vjp="z_adj * np.linalg.inv(a).T")
+defrule(rt.einsum_vjp_a, "subscripts, g, a, b=None", nondiff=("subscripts", "a"),
+        jvp="rt.einsum_vjp_a(subscripts, g_dot, a, b) + rt.einsum_vjp_a(subscripts, g, a, b_dot)")
+defrule(rt.einsum_vjp_b, "subscripts, g, a, b", nondiff=("subscripts", "b"),
+        jvp="rt.einsum_vjp_b(subscripts, g_dot, a, b) + rt.einsum_vjp_b(subscripts, g, a_dot, b)")
+
+# ------------------------------------------------ adjoints of joining arrays: linear in the adjoint
+defrule(rt.split_like, "g, arrays, axis", nondiff=("arrays", "axis"), jvp="rt.split_like(g_dot, arrays, axis)")
+defrule(rt.unstack_like, "g, arrays, axis", nondiff=("arrays", "axis"), jvp="rt.unstack_like(g_dot, arrays, axis)")
+defrule(rt.hsplit_like, "g, tup", nondiff=("tup",), jvp="rt.hsplit_like(g_dot, tup)")
+defrule(rt.vsplit_like, "g, tup", nondiff=("tup",), jvp="rt.vsplit_like(g_dot, tup)")
+defrule(rt.diag_vjp, "g, v, k", nondiff=("v", "k"), jvp="rt.diag_vjp(g_dot, v, k)")

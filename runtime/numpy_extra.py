@@ -1,0 +1,432 @@
+"""NumPy functions Numba spells differently, and the adjoints of sorting, differences, products and decompositions.
+
+Each helper is the derivative piece of one NumPy function: ``sort_jvp(t, a)``
+moves the tangent ``t`` as ``np.sort`` moves ``a``, ``diff_vjp(g, n)``
+is the adjoint of ``np.diff(x, n)``, ``eigh_v(a)`` the eigenvectors of
+``np.linalg.eigh`` (its rule needs them apart from the eigenvalues):
+
+    >>> import numpy as np
+    >>> sort_jvp(np.array([10.0, 20.0, 30.0]), np.array([3.0, 1.0, 2.0]))
+    array([20., 30., 10.])
+    >>> diff_vjp(np.array([1.0, 1.0]), 1)
+    array([-1.,  0.,  1.])
+
+Helpers written once with ``register_jitable`` run as Python under
+``target="python"`` and compile in nopython mode; the rest have a Numba
+implementation beside the NumPy one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.core import errors, types
+from numba.core.extending import overload, register_jitable
+
+from .broadcast import reduced_count
+from .reductions import _is_none, mean
+
+__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "cumprod_jvp", "cumprod_vjp", "var", "std", "kron_vjp_a",
+           "kron_vjp_b", "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v",
+           "eigh_f",
+           "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp"]
+
+
+@register_jitable
+def _rows(x):
+    """``x`` (1-D or more) as a C-contiguous ``(rows, x.shape[-1])`` array."""
+    n = x.shape[-1]
+    rows = x.size // n if n else 0
+    return np.ascontiguousarray(x).reshape((rows, n))
+
+
+# ------------------------------------------------------------------ sort (along the last axis)
+@register_jitable
+def sort_jvp(t, a):
+    """``t`` moved as ``np.sort(a)`` moves the elements of ``a`` (along the last axis)."""
+    a2, t2 = _rows(a), _rows(t)
+    out = np.empty(t2.shape, t2.dtype)
+    for r in range(a2.shape[0]):
+        order = np.argsort(a2[r], kind="mergesort")
+        for j in range(order.size):
+            out[r, j] = t2[r, order[j]]
+    return out.reshape(a.shape)
+
+
+@register_jitable
+def sort_vjp(g, a):
+    """Adjoint of ``np.sort(a)``: ``g`` put back where each sorted element came from."""
+    a2, g2 = _rows(a), _rows(g)
+    out = np.empty(g2.shape, g2.dtype)
+    for r in range(a2.shape[0]):
+        order = np.argsort(a2[r], kind="mergesort")
+        for j in range(order.size):
+            out[r, order[j]] = g2[r, j]
+    return out.reshape(a.shape)
+
+
+# ------------------------------------------------------------------ diff (along the last axis)
+@register_jitable
+def _diff_vjp_once(g2):
+    rows, m = g2.shape
+    out = np.zeros((rows, m + 1), g2.dtype)
+    for r in range(rows):
+        for i in range(m):
+            out[r, i] -= g2[r, i]
+            out[r, i + 1] += g2[r, i]
+    return out
+
+
+@register_jitable
+def diff_vjp(g, n):
+    """Adjoint of ``np.diff(x, n)`` (along the last axis) given the adjoint ``g`` of its result."""
+    out = _rows(g)
+    for _ in range(n):
+        out = _diff_vjp_once(out)
+    return out.reshape(g.shape[:-1] + (out.shape[1],))
+
+
+# ------------------------------------------------------------------ cumprod (of the flattened array)
+@register_jitable
+def cumprod_jvp(t, a):
+    """Tangent of ``np.cumprod(a)`` (flattened) along ``t``, without dividing by ``a`` (zeros allowed)."""
+    af, tf = np.ascontiguousarray(a).reshape(a.size), np.ascontiguousarray(t).reshape(t.size)
+    out = np.empty(af.size, np.float64)
+    z, z_dot = 1.0, 0.0
+    for i in range(af.size):
+        z_dot = z_dot * af[i] + z * tf[i]
+        z = z * af[i]
+        out[i] = z_dot
+    return out
+
+
+@register_jitable
+def cumprod_vjp(g, a):
+    """Adjoint of ``a`` in ``np.cumprod(a)`` (flattened), shaped like ``a``, without dividing by ``a``."""
+    af = np.ascontiguousarray(a).reshape(a.size)
+    n = af.size
+    before = np.empty(n, np.float64)  # product of the elements before i
+    p = 1.0
+    for i in range(n):
+        before[i] = p
+        p = p * af[i]
+    out = np.empty(n, np.float64)
+    tail = 0.0  # sum over k >= i of g[k] * product of a[i+1..k]
+    for i in range(n - 1, -1, -1):
+        tail = g[i] + (af[i + 1] * tail if i + 1 < n else 0.0)
+        out[i] = before[i] * tail
+    return out.reshape(a.shape)
+
+
+# ------------------------------------------------------------------ var and std with axis, ddof, keepdims
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """``np.var`` (``axis``, ``ddof`` and ``keepdims`` also in compiled code).
+
+    >>> float(var(np.array([1.0, 2.0, 3.0]), ddof=1))
+    1.0
+    """
+    return np.var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+@overload(var, prefer_literal=True)
+def _var_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    if not (_is_none(dtype) and _is_none(out)):
+        raise errors.TypingError("rt.var: dtype and out are not supported in compiled code")
+
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        d = a - mean(a, axis, keepdims=True)
+        n = reduced_count(a, axis)
+        return mean(d * d, axis, keepdims=keepdims) * (n / (n - ddof))
+
+    return impl
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """``np.std`` (``axis``, ``ddof`` and ``keepdims`` also in compiled code).
+
+    >>> float(std(np.array([1.0, 3.0])))
+    1.0
+    """
+    return np.std(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+@overload(std, prefer_literal=True)
+def _std_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    if not (_is_none(dtype) and _is_none(out)):
+        raise errors.TypingError("rt.std: dtype and out are not supported in compiled code")
+    return lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sqrt(
+        var(a, axis, None, None, ddof, keepdims))
+
+
+# ------------------------------------------------------------------ kron (1-D with 1-D, 2-D with 2-D)
+@register_jitable
+def _as2d(x):
+    n = x.shape[-1]
+    return np.ascontiguousarray(x).reshape((x.size // n if n else 0, n))
+
+
+@register_jitable
+def kron_vjp_a(g, a, b):
+    """Adjoint of ``a`` in ``np.kron(a, b)`` given the adjoint ``g`` of the result: shaped like ``a``."""
+    a2, b2, g2 = _as2d(a), _as2d(b), _as2d(g)
+    p, q = b2.shape
+    out = np.zeros(a2.shape, np.float64)
+    for i in range(a2.shape[0]):
+        for j in range(a2.shape[1]):
+            s = 0.0
+            for k in range(p):
+                for m in range(q):
+                    s += g2[i * p + k, j * q + m] * b2[k, m]
+            out[i, j] = s
+    return out.reshape(a.shape)
+
+
+@register_jitable
+def kron_vjp_b(g, a, b):
+    """Adjoint of ``b`` in ``np.kron(a, b)`` given the adjoint ``g`` of the result: shaped like ``b``."""
+    a2, b2, g2 = _as2d(a), _as2d(b), _as2d(g)
+    p, q = b2.shape
+    out = np.zeros(b2.shape, np.float64)
+    for i in range(a2.shape[0]):
+        for j in range(a2.shape[1]):
+            for k in range(p):
+                for m in range(q):
+                    out[k, m] += g2[i * p + k, j * q + m] * a2[i, j]
+    return out.reshape(b.shape)
+
+
+# ------------------------------------------------------------------ interp
+@register_jitable
+def _segment(v, xp):
+    """The segment ``j`` (``xp[j] <= v <= xp[j + 1]``) and weight of ``xp[j + 1]``; -1 left of it, -2 right."""
+    n = xp.size
+    if v < xp[0]:
+        return -1, 0.0
+    if v > xp[n - 1] or n == 1:
+        return -2, 0.0
+    j = np.searchsorted(xp, v, side="right") - 1
+    if j > n - 2:
+        j = n - 2
+    return j, (v - xp[j]) / (xp[j + 1] - xp[j])
+
+
+@register_jitable
+def _slopes(xf, xp, fp):
+    out = np.empty(xf.size, np.float64)
+    for i in range(xf.size):
+        j, _ = _segment(xf[i], xp)
+        out[i] = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]) if j >= 0 else 0.0
+    return out
+
+
+def interp_slope(x, xp, fp):
+    """The slope of ``np.interp(x, xp, fp)`` at ``x`` (zero outside ``xp``), shaped like ``x``.
+
+    >>> float(interp_slope(0.5, np.array([0.0, 1.0]), np.array([0.0, 3.0])))
+    3.0
+    """
+    out = _slopes(np.ravel(np.asarray(x, np.float64)), xp, fp)
+    return out.reshape(np.shape(x)) if np.ndim(x) else float(out[0])
+
+
+@overload(interp_slope)
+def _interp_slope_nb(x, xp, fp):
+    if isinstance(x, types.Array):
+        return lambda x, xp, fp: _slopes(np.ascontiguousarray(x).reshape(x.size), xp, fp).reshape(x.shape)
+    return lambda x, xp, fp: _slopes(np.full(1, x), xp, fp)[0]
+
+
+@register_jitable
+def _interp_vjp_fp(gf, xf, xp, fp):
+    out = np.zeros(fp.size, np.float64)
+    for i in range(xf.size):
+        j, w = _segment(xf[i], xp)
+        g = gf[0] if gf.size == 1 else gf[i]
+        if j == -1:
+            out[0] += g
+        elif j == -2:
+            out[fp.size - 1] += g
+        else:
+            out[j] += g * (1.0 - w)
+            out[j + 1] += g * w
+    return out
+
+
+def interp_vjp_fp(g, x, xp, fp):
+    """Adjoint of ``fp`` in ``np.interp(x, xp, fp)`` given the adjoint ``g`` of the result.
+
+    >>> interp_vjp_fp(1.0, 0.25, np.array([0.0, 1.0]), np.zeros(2))
+    array([0.75, 0.25])
+    """
+    return _interp_vjp_fp(np.ravel(np.asarray(g, np.float64)), np.ravel(np.asarray(x, np.float64)), xp, fp)
+
+
+@overload(interp_vjp_fp)
+def _interp_vjp_fp_nb(g, x, xp, fp):
+    def flat(v):
+        if isinstance(v, types.Array):
+            return lambda v: np.ascontiguousarray(v).reshape(v.size)
+        return lambda v: np.full(1, v)
+
+    flat_g, flat_x = register_jitable(flat(g)), register_jitable(flat(x))
+    return lambda g, x, xp, fp: _interp_vjp_fp(flat_g(g), flat_x(x), xp, fp)
+
+
+@register_jitable
+def _interp_vjp_fp_dx(gf, tf, xf, xp, fp):
+    out = np.zeros(fp.size, np.float64)
+    for i in range(xf.size):
+        j, _ = _segment(xf[i], xp)
+        if j >= 0:
+            g = gf[0] if gf.size == 1 else gf[i]
+            t = tf[0] if tf.size == 1 else tf[i]
+            d = g * t / (xp[j + 1] - xp[j])
+            out[j] -= d
+            out[j + 1] += d
+    return out
+
+
+def interp_vjp_fp_dx(g, t, x, xp, fp):
+    """The change of :func:`interp_vjp_fp` when ``x`` moves along ``t`` (the weights are linear in ``x``).
+
+    >>> interp_vjp_fp_dx(1.0, 1.0, 0.25, np.array([0.0, 1.0]), np.zeros(2))
+    array([-1.,  1.])
+    """
+    flat = [np.ravel(np.asarray(v, np.float64)) for v in (g, t, x)]
+    return _interp_vjp_fp_dx(flat[0], flat[1], flat[2], xp, fp)
+
+
+@overload(interp_vjp_fp_dx)
+def _interp_vjp_fp_dx_nb(g, t, x, xp, fp):
+    def flat(v):
+        if isinstance(v, types.Array):
+            return lambda v: np.ascontiguousarray(v).reshape(v.size)
+        return lambda v: np.full(1, v)
+
+    flat_g, flat_t, flat_x = register_jitable(flat(g)), register_jitable(flat(t)), register_jitable(flat(x))
+    return lambda g, t, x, xp, fp: _interp_vjp_fp_dx(flat_g(g), flat_t(t), flat_x(x), xp, fp)
+
+
+# ------------------------------------------------------------------ decompositions
+@register_jitable
+def tril_half(m):
+    """The lower triangle of ``m`` with its diagonal halved (the map in the Cholesky derivative)."""
+    out = np.tril(m)
+    for i in range(min(m.shape[0], m.shape[1])):
+        out[i, i] *= 0.5
+    return out
+
+
+@register_jitable
+def sym(m):
+    """``(m + m.T) / 2``: the symmetric part of a square matrix."""
+    return 0.5 * (m + m.T)
+
+
+@register_jitable
+def eigh_w(a):
+    """The eigenvalues of the symmetric ``a``, ascending: ``np.linalg.eigh(a)[0]``."""
+    return np.linalg.eigh(a)[0]
+
+
+@register_jitable
+def eigh_v(a):
+    """The eigenvectors (columns) of the symmetric ``a``: ``np.linalg.eigh(a)[1]``."""
+    return np.linalg.eigh(a)[1]
+
+
+@register_jitable
+def pair_diff(w):
+    """``d[i, j] = w[j] - w[i]``."""
+    n = w.size
+    out = np.empty((n, n), np.float64)
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = w[j] - w[i]
+    return out
+
+
+@register_jitable
+def pair_diff_vjp(g):
+    """Adjoint of :func:`pair_diff`: column sums minus row sums of ``g``."""
+    n = g.shape[0]
+    out = np.zeros(n, np.float64)
+    for i in range(n):
+        for j in range(n):
+            out[j] += g[i, j]
+            out[i] -= g[i, j]
+    return out
+
+
+@register_jitable
+def eigh_f(w):
+    """``f[i, j] = 1 / (w[j] - w[i])`` off the diagonal, 0 on it (eigenvalues must be distinct)."""
+    n = w.size
+    out = np.zeros((n, n), np.float64)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                out[i, j] = 1.0 / (w[j] - w[i])
+    return out
+
+
+@register_jitable
+def slogdet_sign(a):
+    """The sign of the determinant: ``np.linalg.slogdet(a)[0]``."""
+    return np.linalg.slogdet(a)[0]
+
+
+@register_jitable
+def slogdet_logdet(a):
+    """The log of the absolute determinant: ``np.linalg.slogdet(a)[1]``."""
+    return np.linalg.slogdet(a)[1]
+
+
+def ndim(a):
+    """``np.ndim``, which Numba lacks: the number of axes (0 for a scalar).
+
+    >>> ndim(np.zeros((2, 3)))
+    2
+    """
+    return np.ndim(a)
+
+
+@overload(ndim)
+def _ndim_nb(a):
+    axes = a.ndim if isinstance(a, types.Array) else 0
+    return lambda a: axes
+
+
+def diag_vjp(g, v, k):
+    """Adjoint of ``np.diag(v, k)``: the ``k``-th diagonal of ``g`` (``v`` 1-D), or ``g`` put on it (``v`` 2-D).
+
+    >>> diag_vjp(np.array([1.0, 2.0]), np.zeros((2, 3)), 1)
+    array([[0., 1., 0.],
+           [0., 0., 2.]])
+    """
+    if np.ndim(v) == 1:
+        return np.diag(g, k)
+    out = np.zeros(np.shape(v))
+    _place_diagonal(out, g, k)
+    return out
+
+
+@register_jitable
+def _place_diagonal(out, g, k):
+    for i in range(g.size):
+        if k >= 0:
+            out[i, i + k] = g[i]
+        else:
+            out[i - k, i] = g[i]
+
+
+@overload(diag_vjp)
+def _diag_vjp_nb(g, v, k):
+    if v.ndim == 1:
+        return lambda g, v, k: np.diag(g, k)
+
+    def impl(g, v, k):
+        out = np.zeros(v.shape, np.float64)
+        _place_diagonal(out, g, k)
+        return out
+
+    return impl
