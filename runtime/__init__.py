@@ -31,6 +31,7 @@ from .broadcast import (
     unit_cotangent,
     unreduce,
 )
+from .indexing import group_sum, last_write, take_along_axis_vjp, take_vjp
 from .linalg import (
     dot_vjp_a,
     dot_vjp_b,
@@ -61,6 +62,7 @@ from .reductions import (
 )
 from .shapes import (
     array,
+    array_vjp,
     hsplit_like,
     reshape_like,
     split_like,
@@ -77,6 +79,7 @@ __all__ = [
     "amax",
     "amin",
     "array",
+    "array_vjp",
     "basis",
     "batch_like",
     "broadcast_like",
@@ -89,12 +92,14 @@ __all__ = [
     "extremum_jvp",
     "extremum_vjp",
     "flat",
+    "group_sum",
     "hsplit_like",
     "inner",
     "inner_vjp_a",
     "inner_vjp_b",
     "jacobian",
     "jacobian_rows",
+    "last_write",
     "matmul",
     "matvec",
     "mean",
@@ -118,6 +123,8 @@ __all__ = [
     "split_like",
     "squeeze",
     "sum",
+    "take_along_axis_vjp",
+    "take_vjp",
     "transpose_vjp",
     "unbroadcast",
     "unit_cotangent",

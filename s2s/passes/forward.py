@@ -38,6 +38,7 @@ import gast
 from numba.core import types
 
 from ..analysis.activity import Activity, call_rule, list_method
+from ..analysis.indexing import index_parts
 from ..analysis.types import Typed
 from ..astutil import assign, call, const, name, subst
 from ..errors import NoRuleError
@@ -202,8 +203,17 @@ class ForwardTransform:
                 return [s]
             v = self.tangent_atom(value)
             index = copy.deepcopy(target.slice)
+            selected = self._selected_ndim(base, index)
             if self.directions is not None:
                 index = _prepend_all(index)
+                if not _is_zero(v) and selected and not self.typed.is_array(value.id):
+                    # one scalar tangent per direction, spread over the selection: give it the selection's axes
+                    shape = gast.Tuple(elts=[gast.Subscript(value=gast.Attribute(value=copy.deepcopy(v), attr="shape",
+                                                                                 ctx=gast.Load()),
+                                                            slice=const(0), ctx=gast.Load())] + [const(1)] * selected,
+                                       ctx=gast.Load())
+                    v = call(gast.Attribute(value=call("np.ascontiguousarray", v), attr="reshape", ctx=gast.Load()),
+                             shape)
             v = const(0.0) if _is_zero(v) else v
             write = gast.Assign(targets=[gast.Subscript(value=name(self.dot(base)), slice=index, ctx=gast.Store())],
                                 value=v, type_comment=None)
@@ -243,6 +253,13 @@ class ForwardTransform:
         loop = gast.For(target=name(k, store=True), iter=call("range", copy.deepcopy(self.directions)), body=body,
                         orelse=[], type_comment=None)
         return [assign(self.dot(z), alloc), loop]
+
+    def _selected_ndim(self, base: str, index) -> int:
+        """The number of axes of ``base[index]`` (an integer drops one; slices, index arrays, masks keep one)."""
+        parts = index_parts(index)
+        dropped = sum(not isinstance(p, gast.Slice) and not (isinstance(p, gast.Name) and self.typed.is_array(p.id))
+                      for p in parts)
+        return self.typed.ndim(base) - dropped
 
     def tangent_expr(self, s):
         """The tangent of the active assignment ``s`` (None if it is zero)."""
