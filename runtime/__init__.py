@@ -63,6 +63,7 @@ from .reductions import (
 from .shapes import (
     array,
     array_vjp,
+    flatten,
     hsplit_like,
     reshape_like,
     split_like,
@@ -92,6 +93,7 @@ __all__ = [
     "extremum_jvp",
     "extremum_vjp",
     "flat",
+    "flatten",
     "group_sum",
     "hsplit_like",
     "inner",

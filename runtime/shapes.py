@@ -28,7 +28,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .reductions import _is_none, _norm_axis, _shape_drop, _v3
 
-__all__ = ["squeeze", "array", "array_vjp", "transpose_vjp", "reshape_like", "split_like", "unstack_like",
+__all__ = ["squeeze", "flatten", "array", "array_vjp", "transpose_vjp", "reshape_like", "split_like", "unstack_like",
            "hsplit_like", "vsplit_like"]
 
 
@@ -55,6 +55,22 @@ def _reshape_like_nb(g, a):
     if isinstance(g, types.Array):
         return lambda g, a: np.ascontiguousarray(g).reshape(g.size)[0]
     return lambda g, a: g
+
+
+def flatten(a):
+    """``a.flatten()``: a 1-D copy (``np.ravel`` may return a view).
+
+    >>> a = np.zeros((2, 2)); b = flatten(a); b[0] = 1.0; float(a[0, 0])
+    0.0
+    """
+    return np.array(a).flatten()
+
+
+@overload(flatten)
+def _flatten_nb(a):
+    if isinstance(a, types.Array):
+        return lambda a: a.flatten()
+    return lambda a: np.full(1, a)
 
 
 def squeeze(a, axis=None):

@@ -38,7 +38,7 @@ import gast
 from numba.core import types
 
 from ..analysis.activity import Activity, call_rule, list_method
-from ..analysis.indexing import index_parts
+from ..analysis.indexing import advanced_index, index_parts
 from ..analysis.types import Typed
 from ..astutil import assign, call, const, name, subst
 from ..errors import NoRuleError
@@ -203,6 +203,7 @@ class ForwardTransform:
                 return [s]
             v = self.tangent_atom(value)
             index = copy.deepcopy(target.slice)
+            advanced_index(self.typed, target.slice, lambda what: self.fn.unsupported(what, s))
             selected = self._selected_ndim(base, index)
             if self.directions is not None:
                 index = _prepend_all(index)
@@ -273,6 +274,7 @@ class ForwardTransform:
         if isinstance(value, gast.Subscript):
             if not self.active(value.value):
                 return None
+            advanced_index(self.typed, value.slice, lambda what: self.fn.unsupported(what, s))
             index = copy.deepcopy(value.slice)
             if self.directions is not None and not isinstance(self.typed.type_of(value.value.id), types.BaseTuple):
                 index = _prepend_all(index)

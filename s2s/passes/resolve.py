@@ -32,6 +32,8 @@ import types
 import gast
 import numpy as np
 
+import s2s_runtime as rt
+
 from ..astutil import attr_chain, call, const, dotted, located, name, to_source
 from ..custom import custom_jvp, custom_vjp
 from ..errors import NoRuleError, S2SError, UnsupportedError
@@ -44,7 +46,7 @@ __all__ = ["resolve", "ARRAY_METHODS", "to_source"]
 #: Array methods and the functions generated code calls for them.
 ARRAY_METHODS = {
     "sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "cumsum": np.cumsum,
-    "dot": np.dot, "reshape": np.reshape, "ravel": np.ravel, "flatten": np.ravel, "transpose": np.transpose,
+    "dot": np.dot, "reshape": np.reshape, "ravel": np.ravel, "flatten": rt.flatten, "transpose": np.transpose,
     "copy": np.copy, "squeeze": np.squeeze, "clip": np.clip, "argmax": np.argmax, "argmin": np.argmin,
 }
 
@@ -269,6 +271,8 @@ class _Resolver(gast.NodeTransformer):
             node.value = self.visit(node.value)
             if node.attr == "T":
                 return located(call("np.transpose", node.value), node)
+            if node.attr == "real":  # of a float array, the array itself: a view that carries the derivative
+                return located(call("np.real", node.value), node)
             if node.attr not in _ALLOWED_ATTRIBUTES:
                 raise self._unsupported(f"the attribute `.{node.attr}`")
             return node

@@ -143,6 +143,7 @@ defrule(np.vstack, "tup", sequences=("tup",), jvp="np.vstack(tup_dot)", vjp="rt.
 defrule(np.array, "object, dtype=None", nondiff=("dtype",), sequences=("object",), impl="rt.array",
         jvp="rt.array(object_dot)", vjp="rt.array_vjp(z_adj, object)")  # a copy, also of one array
 defrule(np.copy, "a", jvp="np.copy(a_dot)", vjp="z_adj")  # also `x.copy()`
+defrule(np.real, "val", view=True, jvp="np.real(val_dot)", vjp="z_adj")  # also `x.real`: x itself
 defrule(np.asarray, "a, dtype=None", nondiff=("dtype",), view=True, jvp="np.asarray(a_dot)", vjp="z_adj")
 defrule(np.take, "a, indices, axis=None", nondiff=("indices", "axis"), jvp="np.take(a_dot, indices, axis)",
         vjp="rt.take_vjp(z_adj, a, indices, axis)")  # a gather: a repeated index adds each of its entries

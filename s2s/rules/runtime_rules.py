@@ -38,6 +38,7 @@ defrule(rt.matvec, "m, v", jvp="rt.matvec(m_dot, v) + rt.matvec(m, v_dot)")
 defrule(rt.cumsum_vjp, "g, a, axis", nondiff=("a", "axis"), jvp="rt.cumsum_vjp(g_dot, a, axis)")
 defrule(rt.transpose_vjp, "g, axes", nondiff=("axes",), jvp="rt.transpose_vjp(g_dot, axes)")
 defrule(rt.reshape_like, "g, a", nondiff=("a",), jvp="rt.reshape_like(g_dot, a)")
+defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
 defrule(rt.array_vjp, "g, object", nondiff=("object",), jvp="rt.array_vjp(g_dot, object)")
 defrule(rt.last_write, "g, idx, axis", nondiff=("idx", "axis"), jvp="rt.last_write(g_dot, idx, axis)",
         vjp="rt.last_write(z_adj, idx, axis)")
