@@ -63,6 +63,16 @@ def test_repeated_index_gather_adds_every_entry():
     check_all(gather, x, IDX, jvp=True)
 
 
+def gather_global(x):
+    return np.sum(x[IDX] ** 2)  # a module-level index array
+
+
+@targets
+def test_repeated_global_index(target):
+    assert s2s.grad(gather_global, target=target)(np.arange(1.0, 8.0))[3] == pytest.approx(16.0)
+    assert_grads(gather_global, (np.arange(1.0, 8.0),), target=target)
+
+
 @targets
 def test_np_array_of_an_array_is_a_copy_with_gradient_ones(target):
     x = np.arange(1.0, 5.0)
@@ -255,3 +265,17 @@ def test_asarray_is_an_alias():
     # the derivative of a write read back through another name is refused, never silently wrong
     with pytest.raises(s2s.errors.UnsupportedError, match="shares its memory"):
         s2s.grad(alias_write)(np.linspace(0.5, 1.7, 4))
+
+
+# (the Hessians of writes and takes are checked on the CPU above, through add_repeated and take_cubes)
+HESSIAN_CASES = [(masks, np.linspace(-1.0, 1.5, 6), "mask"),
+                 (matrix_gathers, np.linspace(0.3, 2.0, 9).reshape(3, 3), (ROWS,)),
+                 (copy_then_write, np.linspace(0.5, 1.7, 4), ()), (gather_in_loop, np.linspace(0.5, 1.5, 7), (IDX,))]
+
+
+@pytest.mark.parametrize("fn, x, rest", HESSIAN_CASES, ids=[c[0].__name__ for c in HESSIAN_CASES])
+def test_hessians_python_target(fn, x, rest):
+    rest = (x > 0.2,) if rest == "mask" else rest
+    hess = s2s.hessian(fn, target="python")(x, *rest)
+    flat = lambda v: fn(v.reshape(x.shape), *rest)  # noqa: E731
+    np.testing.assert_allclose(np.reshape(hess, (x.size, x.size)), fd_hessian(flat, x.ravel()), rtol=1e-4, atol=1e-5)

@@ -425,7 +425,7 @@ class ReverseTransform:
             parts = index_parts(indexed)
             parts[gather.position] = gast.Subscript(value=name(gather.name), slice=name(k), ctx=gast.Load())
             index = gast.Tuple(elts=parts, ctx=gast.Load()) if len(parts) > 1 else parts[0]
-            picked = [gast.Slice(lower=None, upper=None, step=None)] * gather.axis + [name(k)]
+            picked = [gast.Slice(lower=None, upper=None, step=None) for _ in range(gather.axis)] + [name(k)]
             entry = gast.Subscript(value=expr, slice=gast.Tuple(elts=picked, ctx=gast.Load())
                                    if len(picked) > 1 else picked[0], ctx=gast.Load())
             add = gast.AugAssign(target=gast.Subscript(value=name(self.adj(var)), slice=index, ctx=gast.Store()),
