@@ -34,6 +34,7 @@ from .broadcast import (
     zero_cotangent,
 )
 from .einsum import einsum, einsum_vjp_a, einsum_vjp_b
+from .indexing import group_sum, last_write, take_along_axis_vjp, take_vjp
 from .linalg import (
     dot_vjp_a,
     dot_vjp_b,
@@ -89,6 +90,8 @@ from .reductions import (
 )
 from .shapes import (
     array,
+    array_vjp,
+    flatten,
     hsplit_like,
     reshape_like,
     split_like,
@@ -105,6 +108,7 @@ __all__ = [
     "amin",
     "array",
     "assign_into",
+    "array_vjp",
     "basis",
     "batch_like",
     "broadcast_like",
@@ -127,6 +131,8 @@ __all__ = [
     "extremum_jvp",
     "extremum_vjp",
     "flat",
+    "flatten",
+    "group_sum",
     "hsplit_like",
     "inner",
     "inner_vjp_a",
@@ -138,6 +144,7 @@ __all__ = [
     "jacobian_rows",
     "kron_vjp_a",
     "kron_vjp_b",
+    "last_write",
     "matmul",
     "matvec",
     "mean",
@@ -170,6 +177,8 @@ __all__ = [
     "std",
     "sum",
     "sym",
+    "take_along_axis_vjp",
+    "take_vjp",
     "transpose_vjp",
     "tril_half",
     "unbroadcast",

@@ -28,8 +28,8 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .reductions import _is_none, _norm_axis, _shape_drop, _v3
 
-__all__ = ["squeeze", "array", "transpose_vjp", "reshape_like", "split_like", "unstack_like", "hsplit_like",
-           "vsplit_like"]
+__all__ = ["squeeze", "flatten", "array", "array_vjp", "transpose_vjp", "reshape_like", "split_like", "unstack_like",
+           "hsplit_like", "vsplit_like"]
 
 
 # ------------------------------------------------------------------ reshaping
@@ -55,6 +55,22 @@ def _reshape_like_nb(g, a):
     if isinstance(g, types.Array):
         return lambda g, a: np.ascontiguousarray(g).reshape(g.size)[0]
     return lambda g, a: g
+
+
+def flatten(a):
+    """``a.flatten()``: a 1-D copy (``np.ravel`` may return a view).
+
+    >>> a = np.zeros((2, 2)); b = flatten(a); b[0] = 1.0; float(a[0, 0])
+    0.0
+    """
+    return np.array(a).flatten()
+
+
+@overload(flatten)
+def _flatten_nb(a):
+    if isinstance(a, types.Array):
+        return lambda a: a.flatten()
+    return lambda a: np.full(1, a)
 
 
 def squeeze(a, axis=None):
@@ -167,7 +183,8 @@ def _dtype_of(ty):
 
 
 def array(object, dtype=None):
-    """``np.array`` of a sequence of scalars (1-D) or of equal-shape arrays (stacked on a new first axis).
+    """``np.array`` of a sequence of scalars (1-D) or of equal-shape arrays (stacked on a new first axis);
+    of an array, a copy; of a scalar, a 0-d array.
 
     >>> array((1.0, 2.0))
     array([1., 2.])
@@ -177,7 +194,7 @@ def array(object, dtype=None):
 
 @overload(array)
 def _array_nb(object, dtype=None):
-    if isinstance(object, types.Array):
+    if isinstance(object, (types.Array, types.Number, types.Boolean)):
         items = [object]
     elif isinstance(object, (types.BaseTuple, types.List)):
         items = list(object.types) if isinstance(object, types.BaseTuple) else [object.dtype]
@@ -195,6 +212,14 @@ def _array_nb(object, dtype=None):
         raise errors.TypingError(f"rt.array: dtype must be None or a NumPy scalar type, got {dtype}")
     if isinstance(object, types.Array):
         return lambda object, dtype=None: object.astype(dt)
+    if isinstance(object, (types.Number, types.Boolean)):
+
+        def zero_d(object, dtype=None):
+            out = np.empty((), dt)
+            out[()] = object
+            return out
+
+        return zero_d
     scalars = all(isinstance(t, (types.Number, types.Boolean)) for t in items)
     arrays = all(isinstance(t, types.Array) for t in items)
     if not (scalars or (arrays and len({t.ndim for t in items}) == 1)):
@@ -245,6 +270,29 @@ def _array_nb(object, dtype=None):
         return out
 
     return arrays_impl
+
+
+def array_vjp(g, object):
+    """Adjoint of ``np.array(object)``: one piece of ``g`` per item of a sequence (a tuple), ``g`` itself
+    for an array (``np.array`` copied it), the element of a 0-d ``g`` for a scalar.
+
+    >>> float(array_vjp(np.array(2.5), 1.0))
+    2.5
+    """
+    if isinstance(object, (tuple, list)):
+        return unstack_like(g, tuple(object), 0)
+    if np.ndim(object) == 0:
+        return np.reshape(g, -1)[0]
+    return reshape_like(g, object)
+
+
+@overload(array_vjp)
+def _array_vjp_nb(g, object):
+    if isinstance(object, types.BaseTuple):
+        return lambda g, object: unstack_like(g, object, 0)
+    if isinstance(object, types.Array):
+        return lambda g, object: g
+    return lambda g, object: reshape_like(g, object)
 
 
 # ------------------------------------------------------------------ splitting an adjoint into pieces

@@ -34,6 +34,7 @@ import gast
 from ..astutil import attr_chain
 from ..errors import NoRuleError
 from ..rules import lookup
+from .indexing import index_parts
 from .types import Typed, atom_type, is_float_type
 
 __all__ = ["Activity", "call_rule", "resolve_callable", "float_atom", "list_method"]
@@ -178,9 +179,11 @@ class Activity:
                     self._alias(t, value.id, s)
             return
         if isinstance(value, gast.Subscript):
+            copies = any(isinstance(p, gast.Name) and self.typed.is_array(p.id) for p in index_parts(value.slice))
             for t in targets:
                 self._flow(t, _atoms(value.value), s)
-                self._alias(t, value.value.id, s)
+                if not copies:  # basic indexing gives a view; an index array or a mask, a copy
+                    self._alias(t, value.value.id, s)
             return
         if isinstance(value, (gast.Constant, gast.Attribute, gast.Compare, gast.BoolOp)):
             return

@@ -156,6 +156,8 @@ class Typer:
                 continue
             t = types.unliteral(t)
             typemap[base] = t if base not in typemap else (typingctx.unify_pairs(typemap[base], t) or t)
+        for key, value in self.program.constants.items():  # module-level arrays the function reads
+            typemap.setdefault(key, typeof_value(value))
         typed = Typed(fn, arg_types, typemap, types.unliteral(return_type))
         self._memo[key] = typed
         return typed

@@ -38,6 +38,7 @@ import gast
 from numba.core import types
 
 from ..analysis.activity import Activity, call_rule, list_method
+from ..analysis.indexing import advanced_index, index_parts
 from ..analysis.types import Typed
 from ..astutil import assign, call, const, name, subst
 from ..errors import NoRuleError
@@ -202,8 +203,18 @@ class ForwardTransform:
                 return [s]
             v = self.tangent_atom(value)
             index = copy.deepcopy(target.slice)
+            advanced_index(self.typed, target.slice, lambda what: self.fn.unsupported(what, s))
+            selected = self._selected_ndim(base, index)
             if self.directions is not None:
                 index = _prepend_all(index)
+                if not _is_zero(v) and selected and not self.typed.is_array(value.id):
+                    # one scalar tangent per direction, spread over the selection: give it the selection's axes
+                    shape = gast.Tuple(elts=[gast.Subscript(value=gast.Attribute(value=copy.deepcopy(v), attr="shape",
+                                                                                 ctx=gast.Load()),
+                                                            slice=const(0), ctx=gast.Load())] + [const(1)] * selected,
+                                       ctx=gast.Load())
+                    v = call(gast.Attribute(value=call("np.ascontiguousarray", v), attr="reshape", ctx=gast.Load()),
+                             shape)
             v = const(0.0) if _is_zero(v) else v
             write = gast.Assign(targets=[gast.Subscript(value=name(self.dot(base)), slice=index, ctx=gast.Store())],
                                 value=v, type_comment=None)
@@ -244,6 +255,13 @@ class ForwardTransform:
                         orelse=[], type_comment=None)
         return [assign(self.dot(z), alloc), loop]
 
+    def _selected_ndim(self, base: str, index) -> int:
+        """The number of axes of ``base[index]`` (an integer drops one; slices, index arrays, masks keep one)."""
+        parts = index_parts(index)
+        dropped = sum(not isinstance(p, gast.Slice) and not (isinstance(p, gast.Name) and self.typed.is_array(p.id))
+                      for p in parts)
+        return self.typed.ndim(base) - dropped
+
     def tangent_expr(self, s):
         """The tangent of the active assignment ``s`` (None if it is zero)."""
         z, value = s.targets[0].id, s.value
@@ -256,6 +274,7 @@ class ForwardTransform:
         if isinstance(value, gast.Subscript):
             if not self.active(value.value):
                 return None
+            advanced_index(self.typed, value.slice, lambda what: self.fn.unsupported(what, s))
             index = copy.deepcopy(value.slice)
             if self.directions is not None and not isinstance(self.typed.type_of(value.value.id), types.BaseTuple):
                 index = _prepend_all(index)

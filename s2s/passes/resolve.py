@@ -32,6 +32,8 @@ import types
 import gast
 import numpy as np
 
+import s2s_runtime as rt
+
 from ..astutil import attr_chain, call, const, dotted, located, name, subst, to_source
 from ..custom import custom_jvp, custom_vjp
 from ..errors import NoRuleError, S2SError, UnsupportedError
@@ -44,7 +46,7 @@ __all__ = ["resolve", "ARRAY_METHODS", "to_source"]
 #: Array methods and the functions generated code calls for them.
 ARRAY_METHODS = {
     "sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "cumsum": np.cumsum,
-    "dot": np.dot, "reshape": np.reshape, "ravel": np.ravel, "flatten": np.ravel, "transpose": np.transpose,
+    "dot": np.dot, "reshape": np.reshape, "ravel": np.ravel, "flatten": rt.flatten, "transpose": np.transpose,
     "copy": np.copy, "squeeze": np.squeeze, "clip": np.clip, "argmax": np.argmax, "argmin": np.argmin,
 }
 
@@ -107,6 +109,32 @@ class _Resolver(gast.NodeTransformer):
         return self.src.unsupported(what, self.stmt, hint=hint)
 
     # --------------------------------------------------------------- calls
+    def visit_Expr(self, node):
+        """``np.add.at(y, idx, v)`` (which Numba lacks) becomes ``y[idx] = y[idx] + rt.group_sum(v, idx, y[idx])``:
+        NumPy's write through an index keeps one value per repeated index, and ``group_sum`` gives each
+        entry the sum of ``v`` over its index's entries, so every ``v`` is added."""
+        value = node.value
+        if not (isinstance(value, gast.Call) and self._is_add_at(value.func)):
+            return self.generic_visit(node)
+        if len(value.args) != 3 or value.keywords or not isinstance(value.args[0], gast.Name):
+            raise self._unsupported("this form of `np.add.at`", hint="write np.add.at(y, indices, values) with y "
+                                    "a variable")
+        y, idx, v = (self.visit(a) for a in value.args)
+
+        def selected(ctx):
+            return gast.Subscript(value=name(y.id), slice=copy.deepcopy(idx), ctx=ctx)
+
+        total = gast.BinOp(left=selected(gast.Load()), op=gast.Add(),
+                           right=call("rt.group_sum", v, copy.deepcopy(idx), selected(gast.Load())))
+        return located(gast.Assign(targets=[selected(gast.Store())], value=total, type_comment=None), node)
+
+    def _is_add_at(self, func) -> bool:
+        obj = self._maybe_value(func) if isinstance(func, gast.Attribute) and not self._is_local(func) else None
+        try:
+            return obj is not None and obj == np.add.at
+        except Exception:  # an object whose == raises is not np.add.at
+            return False
+
     def visit_Call(self, node):
         func = node.func
         if isinstance(func, gast.Attribute) and self._is_local(func.value) or (
@@ -259,6 +287,8 @@ class _Resolver(gast.NodeTransformer):
             node.value = self.visit(node.value)
             if node.attr == "T":
                 return located(call("np.transpose", node.value), node)
+            if node.attr == "real":  # of a float array, the array itself: a view that carries the derivative
+                return located(call("np.real", node.value), node)
             if node.attr not in _ALLOWED_ATTRIBUTES:
                 raise self._unsupported(f"the attribute `.{node.attr}`")
             return node

@@ -66,6 +66,7 @@ import gast
 from numba.core import types
 
 from ..analysis.activity import Activity, call_rule
+from ..analysis.indexing import Advanced, advanced_index, index_parts
 from ..analysis.types import Typed, atom_type
 from ..astutil import assign, call, const, dotted, located, name, subst
 from ..errors import NoRuleError
@@ -81,6 +82,7 @@ class Contribution:
     var: str
     expr: gast.expr | None  # None until generation
     indexed: gast.expr | None = None  # the index, for `var_adj[index] += expr`
+    gather: Advanced | None = None  # the index array of `indexed`: add in a loop, so repeats accumulate
     pre: list = field(default_factory=list)  # statements computing shared parts first
 
 
@@ -223,6 +225,10 @@ class ReverseTransform:
             return True
         return len(parts) < self.typed.ndim(target.value.id)
 
+    def _advanced(self, index, s) -> Advanced | None:
+        """The index array in ``index`` (of statement ``s``), or None; unsupported forms raise."""
+        return advanced_index(self.typed, index, lambda what: self.fn.unsupported(what, s))
+
     # ======================================================== contributions
     def contributions(self, s, build: bool = True) -> list[Contribution]:
         """The adjoint additions of the active assignment ``s``."""
@@ -232,10 +238,14 @@ class ReverseTransform:
             v = value
             if isinstance(v, gast.Name) and v.id in active:
                 index = copy.deepcopy(target.slice)
+                gather = self._advanced(target.slice, s)
                 expr = None
                 if build:
                     expr = gast.Subscript(value=name(self.adj(target.value.id)), slice=index, ctx=gast.Load())
-                    if self.typed.is_array(v.id):  # a copy: the selection's adjoint is cleared next
+                    if gather is not None and gather.kind == "int":
+                        # a repeated index is written last by its last occurrence: only that one is read later
+                        expr = call("rt.last_write", expr, name(gather.name), const(gather.axis))
+                    elif self.typed.is_array(v.id):  # a copy: the selection's adjoint is cleared next
                         expr = call(gast.Attribute(value=expr, attr="copy", ctx=gast.Load()))
                     if self._selects_many(target):  # the value was broadcast over the selection: sum it back
                         expr = call("rt.unbroadcast", expr, name(v.id))
@@ -253,8 +263,9 @@ class ReverseTransform:
             if isinstance(self.typed.type_of(base), types.BaseTuple) and not isinstance(value.slice, gast.Constant):
                 raise self.fn.unsupported("indexing a tuple of active values by a value computed at run time", s,
                                           hint="index it with a literal, or return an array")
-            return [Contribution(base, name(self.adj(z)) if build else None,
-                                 indexed=copy.deepcopy(value.slice))]
+            gather = self._advanced(value.slice, s)
+            return [Contribution(base, name(self.adj(z)) if build else None, indexed=copy.deepcopy(value.slice),
+                                 gather=gather if gather is not None and gather.kind == "int" else None)]
         if isinstance(value, gast.Tuple):
             if any(isinstance(e, gast.Name) and e.id in active for e in value.elts):
                 raise self.fn.unsupported("a tuple of active values kept in a variable", s,
@@ -281,7 +292,10 @@ class ReverseTransform:
         for param, arg in bound.items():
             if param not in rule.vjp:
                 continue
-            if param in rule.sequences:
+            if param in rule.sequences and not (isinstance(arg, gast.Name) and not self._holds_items(arg.id)):
+                if isinstance(arg, gast.Name) and arg.id in self.activity.active:
+                    raise self.fn.unsupported(f"a sequence of active values kept in the variable `{arg.id}`, "
+                                              f"passed to `{rule.name}`", s, hint="pass the items themselves")
                 elts = arg.elts if isinstance(arg, gast.Tuple) else []
                 active_items = [(k, e) for k, e in enumerate(elts)
                                 if isinstance(e, gast.Name) and e.id in self.activity.active]
@@ -301,6 +315,10 @@ class ReverseTransform:
             expr = self._simplify_unbroadcast(subst(template(rule.vjp[param]), mapping), z, bound) if build else None
             out.append(Contribution(arg.id, expr))
         return out
+
+    def _holds_items(self, var: str) -> bool:
+        """Whether ``var`` is a tuple or list (not an array or a scalar passed where a sequence may go)."""
+        return isinstance(self.typed.type_of(var), (types.BaseTuple, types.List))
 
     def _simplify_unbroadcast(self, expr, z: str, bound: dict):
         """Drop ``rt.unbroadcast(e, x)`` where ``x`` has the result's shape.
@@ -392,9 +410,30 @@ class ReverseTransform:
                 out.append(assign(self.adj(var), const(0.0)))
         return out
 
-    def accumulate(self, var: str, expr, indexed=None) -> list:
-        """``var_adj += expr`` (or ``= expr`` for an adjoint used once)."""
+    def accumulate(self, var: str, expr, indexed=None, gather: Advanced | None = None) -> list:
+        """``var_adj += expr`` (or ``= expr`` for an adjoint used once).
+
+        With ``indexed``, ``var_adj[indexed] += expr``; where the index holds an index array
+        (``gather``), one entry at a time, so that a repeated index adds each of its entries::
+
+            for _k in range(idx.shape[0]):
+                x_adj[idx[_k]] += z_adj[_k]
+        """
         target = name(self.adj(var), store=True)
+        if gather is not None:
+            k = self.namer.temp("_k")
+            parts = index_parts(indexed)
+            parts[gather.position] = gast.Subscript(value=name(gather.name), slice=name(k), ctx=gast.Load())
+            index = gast.Tuple(elts=parts, ctx=gast.Load()) if len(parts) > 1 else parts[0]
+            picked = [gast.Slice(lower=None, upper=None, step=None) for _ in range(gather.axis)] + [name(k)]
+            entry = gast.Subscript(value=expr, slice=gast.Tuple(elts=picked, ctx=gast.Load())
+                                   if len(picked) > 1 else picked[0], ctx=gast.Load())
+            add = gast.AugAssign(target=gast.Subscript(value=name(self.adj(var)), slice=index, ctx=gast.Store()),
+                                 op=gast.Add(), value=entry)
+            size = gast.Subscript(value=gast.Attribute(value=name(gather.name), attr="shape", ctx=gast.Load()),
+                                  slice=const(0), ctx=gast.Load())
+            return [gast.For(target=name(k, store=True), iter=call("range", size), body=[add], orelse=[],
+                             type_comment=None)]
         if indexed is not None:
             target = gast.Subscript(value=name(self.adj(var)), slice=indexed, ctx=gast.Store())
             return [gast.AugAssign(target=target, op=gast.Add(), value=expr)]
@@ -446,7 +485,7 @@ class ReverseTransform:
         if self._is_active_stmt(s):
             for c in self.contributions(s):
                 rev += c.pre
-                rev += self.accumulate(c.var, c.expr, c.indexed)
+                rev += self.accumulate(c.var, c.expr, c.indexed, c.gather)
             if isinstance(target, gast.Subscript):
                 index = copy.deepcopy(target.slice)
                 zero = gast.Subscript(value=name(self.adj(target.value.id)), slice=index, ctx=gast.Store())

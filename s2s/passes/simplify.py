@@ -67,6 +67,19 @@ class _Fold(gast.NodeTransformer):
 _BOOLEAN = (gast.Compare, gast.BoolOp)
 
 
+def _fold(s):
+    """``s`` folded, except that an assignment of ``e * 1.0`` (or ``e ** 1``) keeps its operation: for an
+    array it makes a copy, and ``y = x`` would let a later write into ``y`` change ``x``."""
+    if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp):
+        folded = _Fold().visit(s.value)
+        if isinstance(folded, (gast.Name, gast.Subscript, gast.Attribute)):
+            s.value.left, s.value.right = _Fold().visit(s.value.left), _Fold().visit(s.value.right)
+            return s
+        s.value = folded
+        return s
+    return _Fold().visit(s)
+
+
 def _is_one(node) -> bool:
     return isinstance(node, gast.Constant) and type(node.value) is float and node.value == 1.0
 
@@ -304,7 +317,7 @@ def _tidy(block) -> list:
         for field_name in ("body", "orelse"):
             if getattr(s, field_name, None):
                 setattr(s, field_name, _tidy(getattr(s, field_name)))
-        s = _Fold().visit(s)
+        s = _fold(s)
         if isinstance(s, gast.If) and all(isinstance(b, gast.Pass) for b in s.body + s.orelse) \
                 and _pure(s.test):
             continue

@@ -141,9 +141,14 @@ defrule(np.stack, "arrays, axis=0", nondiff=("axis",), sequences=("arrays",),
 defrule(np.hstack, "tup", sequences=("tup",), jvp="np.hstack(tup_dot)", vjp="rt.hsplit_like(z_adj, tup)")
 defrule(np.vstack, "tup", sequences=("tup",), jvp="np.vstack(tup_dot)", vjp="rt.vsplit_like(z_adj, tup)")
 defrule(np.array, "object, dtype=None", nondiff=("dtype",), sequences=("object",), impl="rt.array",
-        jvp="rt.array(object_dot)", vjp="rt.unstack_like(z_adj, object, 0)")
-defrule(np.copy, "a", jvp="np.copy(a_dot)", vjp="z_adj")
+        jvp="rt.array(object_dot)", vjp="rt.array_vjp(z_adj, object)")  # a copy, also of one array
+defrule(np.copy, "a", jvp="np.copy(a_dot)", vjp="z_adj")  # also `x.copy()`
+defrule(np.real, "val", view=True, jvp="np.real(val_dot)", vjp="z_adj")  # also `x.real`: x itself
 defrule(np.asarray, "a, dtype=None", nondiff=("dtype",), view=True, jvp="np.asarray(a_dot)", vjp="z_adj")
+defrule(np.take, "a, indices, axis=None", nondiff=("indices", "axis"), jvp="np.take(a_dot, indices, axis)",
+        vjp="rt.take_vjp(z_adj, a, indices, axis)")  # a gather: a repeated index adds each of its entries
+defrule(np.take_along_axis, "arr, indices, axis", nondiff=("indices", "axis"),
+        jvp="np.take_along_axis(arr_dot, indices, axis)", vjp="rt.take_along_axis_vjp(z_adj, arr, indices, axis)")
 defrule(np.full, "shape, fill_value, dtype=None", nondiff=("shape", "dtype"),
         jvp="np.full(shape, fill_value_dot)", vjp="np.sum(z_adj)")
 defrule(np.full_like, "a, fill_value, dtype=None", nondiff=("a", "dtype"),

@@ -42,6 +42,16 @@ defrule(rt.matvec, "m, v", jvp="rt.matvec(m_dot, v) + rt.matvec(m, v_dot)")
 defrule(rt.cumsum_vjp, "g, a, axis", nondiff=("a", "axis"), jvp="rt.cumsum_vjp(g_dot, a, axis)")
 defrule(rt.transpose_vjp, "g, axes", nondiff=("axes",), jvp="rt.transpose_vjp(g_dot, axes)")
 defrule(rt.reshape_like, "g, a", nondiff=("a",), jvp="rt.reshape_like(g_dot, a)")
+defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
+defrule(rt.array_vjp, "g, object", nondiff=("object",), jvp="rt.array_vjp(g_dot, object)")
+defrule(rt.last_write, "g, idx, axis", nondiff=("idx", "axis"), jvp="rt.last_write(g_dot, idx, axis)",
+        vjp="rt.last_write(z_adj, idx, axis)")
+defrule(rt.group_sum, "v, idx, like", nondiff=("idx", "like"), jvp="rt.group_sum(v_dot, idx, like)",
+        vjp="rt.unbroadcast(rt.group_sum(z_adj, idx, like), v)")
+defrule(rt.take_vjp, "g, a, indices, axis", nondiff=("a", "indices", "axis"),
+        jvp="rt.take_vjp(g_dot, a, indices, axis)", vjp="np.take(z_adj, indices, axis)")
+defrule(rt.take_along_axis_vjp, "g, a, indices, axis", nondiff=("a", "indices", "axis"),
+        jvp="rt.take_along_axis_vjp(g_dot, a, indices, axis)", vjp="np.take_along_axis(z_adj, indices, axis)")
 defrule(rt.extremum_jvp, "a_dot, a, z, axis, keepdims", nondiff=("a", "z", "axis", "keepdims"),
         jvp="rt.extremum_jvp(a_dot_dot, a, z, axis, keepdims)")
 defrule(rt.clip_jvp, "a_dot, a_min_dot, a_max_dot, a, a_min, a_max", nondiff=("a", "a_min", "a_max"),
