@@ -2,7 +2,15 @@
 
 ``numba.pycc`` is deprecated upstream; this module is the only place that
 uses it, so that it can be replaced without touching the rest. The
-extension module imports with NumPy alone.
+extension module imports with NumPy alone, unless its code calls BLAS or
+LAPACK (``@``, ``np.dot``, ``np.linalg``, and the adjoints of products):
+Numba reaches those through ``scipy.linalg.cython_blas`` and
+``cython_lapack`` at run time, and a call without SciPy would abort the
+interpreter. Such a module imports SciPy's modules when it is imported and
+raises ``ImportError`` naming SciPy where they cannot be imported::
+
+    >>> import model_grad          # a build of `x @ w`, where SciPy is missing
+    ImportError: model_grad calls BLAS through SciPy (scipy.linalg.cython_blas): pip install scipy
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -18,7 +27,44 @@ import numpy as np
 
 from .codegen import IMPORTS
 
-__all__ = ["compile_extension"]
+__all__ = ["compile_extension", "scipy_modules"]
+
+# Numba's BLAS and LAPACK wrappers (numba/_lapack.c): each loads its routine from SciPy when first called
+_BLAS_CALL = re.compile(r"@\"?numba_xx(?:dot|gemv|gemm|nrm2)\b")
+_LAPACK_CALL = re.compile(r"@\"?numba_(?:xxgetrf|xxpotrf|xgesv|raw_\w+|ez_\w+)\b")
+
+# The module's init: check SciPy's modules, then run Numba's own init (pycc_init_<name>, modulemixin.c)
+_INIT_SOURCE = """\
+#include <Python.h>
+
+int pycc_init_{name}(PyObject *module, void *defs, void *envs, void *envgvs);
+
+int s2s_init_{name}(PyObject *module, void *defs, void *envs, void *envgvs)
+{{
+    static const char *needed[] = {{{modules} NULL}};
+    for (const char **m = needed; *m != NULL; m++) {{
+        PyObject *found = PyImport_ImportModule(*m);
+        if (found == NULL) {{
+            PyErr_Format(PyExc_ImportError,
+                         "{name} calls BLAS/LAPACK through SciPy (%s), which cannot be imported: "
+                         "pip install scipy", *m);
+            return -1;
+        }}
+        Py_DECREF(found);
+    }}
+    return pycc_init_{name}(module, defs, envs, envgvs);
+}}
+"""
+
+
+def scipy_modules(llvm_ir: str) -> list[str]:
+    """SciPy's modules that compiled code (its LLVM IR) loads BLAS/LAPACK routines from.
+
+    >>> scipy_modules('call void @numba_xxgemm(i8 100, ...)')
+    ['scipy.linalg.cython_blas']
+    """
+    return ([m for m, pattern in (("scipy.linalg.cython_blas", _BLAS_CALL),
+                                  ("scipy.linalg.cython_lapack", _LAPACK_CALL)) if pattern.search(llvm_ir)])
 
 
 def compile_extension(out_name: str, built, output: str) -> str:
@@ -51,11 +97,24 @@ def compile_extension(out_name: str, built, output: str) -> str:
             cc = CC(out_name)
             cc.output_dir = os.path.abspath(output)
             cc.verbose = False
+            needed: set[str] = set()
             for name, ((entry, function_name),) in public.items():
                 dispatcher = getattr(module, function_name)
                 dispatcher.compile(tuple(entry.signature))
                 signature = dispatcher.nopython_signatures[-1]
+                needed.update(scipy_modules(dispatcher.inspect_llvm(signature.args)))
                 cc.export(name, signature)(dispatcher.py_func)
+            if needed:
+                _check_scipy_at_import(cc, out_name, sorted(needed), tmp)
             cc.compile()
     found = [f for f in os.listdir(output) if f.startswith(out_name + ".") and f.endswith((".so", ".pyd"))]
     return os.path.join(output, found[0]) if found else os.path.join(output, out_name)
+
+
+def _check_scipy_at_import(cc, out_name: str, modules: list[str], folder: str) -> None:
+    """Make the extension's init import ``modules`` first (an ``ImportError`` naming SciPy if one is missing)."""
+    path = os.path.join(folder, f"s2s_init_{out_name}.c")
+    with open(path, "w") as out:
+        out.write(_INIT_SOURCE.format(name=out_name, modules="".join(f'"{m}", ' for m in modules)))
+    cc._mixin_sources = [*cc._mixin_sources, path]  # numba.pycc has no public hook for either
+    cc._init_function = f"s2s_init_{out_name}"

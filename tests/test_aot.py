@@ -5,7 +5,8 @@
 gast, astor, s2s and the user's own module cannot be imported, and its numbers
 are compared with the JIT path (``s2s.grad`` in this process) and with
 central differences. ``--compiled`` gives an extension module that imports
-without Numba (nor s2s_runtime).
+without Numba (nor s2s_runtime), and without SciPy unless it calls BLAS, where
+importing it without SciPy raises an ImportError naming SciPy.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def energy(x, w):
 def outer(x):
     e = energy(x, 0.5)
     return e * e + np.sum(np.sin(x))
+
+
+def layer(x, w):
+    return np.sum(np.tanh(w @ x) ** 2)
 '''
 
 # Import built modules where the compiler cannot be imported, call them, print the results as JSON.
@@ -294,12 +299,36 @@ def test_compiled_extension_imports_without_numba(model):
     assert Path(written).suffix in (".so", ".pyd") and Path(written).is_file()
     assert not (out / "model_grad.py").exists()
 
-    blocked = SOURCE_FREE + ["numba", "s2s_runtime"]
+    blocked = SOURCE_FREE + ["numba", "s2s_runtime", "scipy"]  # no BLAS here: no SciPy either
     report = call_built(out, [call("model_grad", "loss", X), call("model_grad", "energy", X, W)], blocked)
     assert report["numba"] is False
     loss, energy = (c["result"] for c in report["calls"])
     assert_close_to_jit_and_numerical(array(loss), model.jit["loss"], model.loss, (X,), 0)
     assert_close_to_jit_and_numerical(array(energy), model.jit["energy"], model.energy, (X, W), 0)
+
+
+def test_compiled_extension_with_blas_names_scipy_where_it_is_missing(model):
+    """``w @ x`` calls BLAS through SciPy: without SciPy the import fails cleanly (no interpreter abort)."""
+    _need_a_c_compiler()
+    out = out_dir(model, "compiled-blas")
+    done = s2s_build(model.folder, "model.py:layer", "--grad", "--signature", "f8[:], f8[:, :]",
+                     "-o", str(out), "--compiled", "--quiet")
+    assert done.returncode == 0, done.stderr
+    w = np.array([[0.5, -0.2, 0.1, 0.7, -0.3], [0.2, 0.4, -0.6, 0.1, 0.9]])
+    calls = [call("model_grad", "layer", X, w)]
+
+    report = call_built(out, calls, SOURCE_FREE + ["numba", "s2s_runtime"])
+    (layer,) = (c["result"] for c in report["calls"])
+    np.testing.assert_allclose(array(layer), numerical(model.layer, (X, w), 0), rtol=1e-6, atol=1e-8)
+
+    script = out.parent / "caller.py"
+    hidden = subprocess.run([sys.executable, str(script), str(out), json.dumps(SOURCE_FREE + ["scipy"]),
+                             json.dumps(calls)], cwd=out.parent, env=environment(out.parent / "cache"),
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    assert hidden.returncode == 1, hidden.stderr  # a Python exception, not an abort (-6)
+    last = hidden.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: model_grad calls BLAS/LAPACK through SciPy (scipy.linalg.cython_blas)"), \
+        hidden.stderr
 
 
 def test_compiled_build_takes_one_signature_per_function(model):

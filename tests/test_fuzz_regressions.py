@@ -321,3 +321,24 @@ def test_power_of_a_negative_constant(transform):
         assert_jvp_matches(power_of_negative_constant, args, (np.ones(4), 1.0, None))
     else:
         assert_grad_matches(power_of_negative_constant, args, (0, 1), "python" if transform == "grad-python" else "cpu")
+
+
+# --------------------------------------------------------------------------- hessian: a while loop and a break in a for
+
+
+def while_and_break_in_a_for(x, s):
+    for _ in range(1):
+        k = 0
+        while k < 1:
+            k += 1
+        if x[1] <= 0.5:
+            break
+    return s * s * x[0] + x[0] ** 3
+
+
+@pytest.mark.xfail(strict=True, reason="open: CompileError getitem(range_state_int64, int64) in the generated "
+                                       "gradient differentiated again (issue 10, like the triangular loop)")
+def test_hessian_of_a_while_and_a_break_in_a_for():
+    expected = np.zeros((4, 4))
+    expected[0, 0] = 6.0 * X[0]  # the Hessian of s * s * x[0] + x[0] ** 3 in x
+    np.testing.assert_allclose(s2s.hessian(while_and_break_in_a_for)(X, 0.4), expected, rtol=1e-12, atol=1e-12)
