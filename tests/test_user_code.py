@@ -330,3 +330,13 @@ def test_vmap_called_from_user_code(target):
     w = np.array([0.7, -1.3])
     assert s2s.jit(uses_vmap_shared, target=target)(X32, w) == pytest.approx(uses_vmap_shared(X32, w))
     assert_grads(uses_vmap_shared, (X32, w), target=target)
+
+
+# ------------------------------------------------------------------------ second order, forward over reverse
+@pytest.mark.parametrize("fn, args", [(kw_any_order, (X3,)), (rebind_twice, (X3, X3 + 1.0)), (uses_vmap, (X32,))])
+def test_hessian_of_user_code(fn, args):
+    gradient = s2s.grad(fn)
+    H = s2s.hessian(fn)(*args)
+    expected = fd_jacobian(lambda v: gradient(v, *args[1:]), args[0])
+    np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-7)
+    assert np.abs(expected).max() > 0.1
