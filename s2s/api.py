@@ -286,8 +286,8 @@ class Transformed:
         return lambda out, args: (out[0], derivatives(out[1]))
 
     def _outputs(self, out, values):
-        if self.transform == "jit":
-            return out
+        if self.transform == "jit":  # jit of a transform returns what the transform returns (its containers)
+            return self.fn._outputs(out, values) if isinstance(self.fn, Transformed) else out
         nums = self.nums(len(values))
         single = isinstance(self.argnums, int)
         trees = [tree_flatten(values[k]) for k in nums]

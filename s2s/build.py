@@ -178,7 +178,7 @@ class Builder:
             node = copy.deepcopy(f.node)
             if self.transform == "jit":
                 _numpy_inplace(node)
-            node.body = simplify.simplify(node.body, generator.pure)
+            node.body = simplify.simplify(node.body, generator.pure, _float_scalars(typed) if f is root else ())
             if f is root and self.transform == "jit" and self.fuse:
                 node.body = _fuse_primal(node.body, typed, copy.deepcopy(f.namer))
             primals.append(node)
@@ -233,6 +233,14 @@ class Builder:
                              f"tuple of them; it returns {out}")
 
 
+def _float_scalars(typed: Typed, namer: Namer | None = None) -> set[str]:
+    """The function's float scalar variables, and their adjoints (reverse mode) when ``namer`` is given."""
+    scalars = {v for v, t in typed.typemap.items() if isinstance(t, types.Float)}
+    if namer is not None:
+        scalars |= {adj for v, adj in namer.derived_names("adj").items() if v in scalars}
+    return scalars
+
+
 def _fuse_primal(body: list, typed: Typed, namer: Namer) -> list:
     """``body`` fused; ``return np.sum(e)`` is fused too (as ``_result = np.sum(e); return _result``)."""
     last = body[-1] if body else None
@@ -257,9 +265,13 @@ def _numpy_inplace(fn: gast.FunctionDef) -> None:
 
 
 def pure_functions(program: Program) -> set[str]:
-    """Names of the program's functions that write into no array (so calls of them may go if unused)."""
+    """Names of the program's functions that write into no array (so calls of them may go if unused).
+
+    ``x op= e`` counts as a write: under ``jit`` it updates an array in place.
+    """
     writers = {f.name for f in program.functions.values()
-               if any(isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) for n in gast.walk(f.node))}
+               if any(isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store)
+                      or getattr(n, "s2s_inplace", False) for n in gast.walk(f.node))}
     calls = {f.name: {n.func.id for n in gast.walk(f.node) if isinstance(n, gast.Call)
                       and isinstance(n.func, gast.Name) and n.func.id in program.by_name}
              for f in program.functions.values()}
@@ -284,6 +296,7 @@ class _Generator:
         self.functions: list = []
         self._vjps: dict = {}
         self._jvps: dict = {}
+        self._checked: set = set()  # (callee, argument types) known to write into no argument
         self.pure = pure_functions(program)
 
     def _transform(self, typed: Typed, active: set[str], seed, outputs=None, tuple_seed: bool = False):
@@ -343,7 +356,7 @@ class _Generator:
             result = gast.Tuple(elts=[grads_node, name(aux)], ctx=gast.Load())
         body = self._entry_copies(fn, activity) + preamble + fwd + capture + rev + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
-        body = simplify.simplify(body, self.pure)
+        body = simplify.simplify(body, self.pure, _float_scalars(typed, namer))
         if self.fuse_loops:
             body = fuse.fuse(body, self._generated_types(typed, namer), namer)
         body = tapes.lower(body, scalar_tapes)
@@ -442,7 +455,37 @@ class _Generator:
             self.typer.add(list(self.program.functions.values()))
             value.func = name(function.name)
             return function
-        return self.program.by_name[called]
+        function = self.program.by_name[called]
+        if called not in self.program.custom:
+            arg_types = tuple(atom_type(typed, a) for a in value.args)
+            self._check_no_argument_writes(function, arg_types)
+        return function
+
+    def _check_no_argument_writes(self, callee: Function, arg_types: tuple) -> None:
+        """Refuse a callee that writes into an array its caller passed: the caller would read the
+        written values, and its derivative would miss them (never a silently wrong derivative)."""
+        if (callee.name, arg_types) in self._checked:
+            return
+        self._checked.add((callee.name, arg_types))
+        typed = self.typer.type(callee, arg_types)
+        activity = Activity(typed, set(), self.program.module_functions())
+        params = set(callee.params)
+        for s in gast.walk(callee.node):
+            if not isinstance(s, gast.Assign):
+                continue
+            target = s.targets[0]
+            if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+                written = target.value.id
+            elif getattr(s, "s2s_inplace", False) and isinstance(target, gast.Name) and typed.is_array(target.id):
+                written = target.id
+            else:
+                continue
+            shared = sorted(activity.alias_class(written) & params)
+            if shared:
+                raise callee.unsupported(
+                    f"differentiating a call of {callee.src.name}, which writes into its argument "
+                    f"`{shared[0]}`", s, hint=f"work on a copy (`{shared[0]}_copy = np.copy({shared[0]})`) or "
+                    "return the new array instead of changing the caller's")
 
     def vjp_of_call(self, value: gast.Call, typed: Typed, activity: Activity):
         """(name of the vjp function, indices of the arguments it returns adjoints for)."""
@@ -514,7 +557,7 @@ class _Generator:
         grads = [self._adjoint_or_zero(p, t, activity) for p, m in zip(params, mask) if m]
         result = gast.Tuple(elts=grads, ctx=gast.Load())
         body = self._entry_copies(callee, activity) + preamble + fwd + rev + [gast.Return(value=result)]
-        body = tapes.lower(simplify.simplify(body, self.pure), scalar_tapes)
+        body = tapes.lower(simplify.simplify(body, self.pure, _float_scalars(typed, namer)), scalar_tapes)
         self.functions.append(self._function(vjp_name, params + [seed_name], body, callee))
 
     # ----------------------------------------------------------- forward mode
@@ -568,7 +611,8 @@ class _Generator:
         body = copies + pre + body + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
         inputs = params + ([namer.tangent(p) for p in active_params] if transform == "jvp" else [])
-        self.functions.append(self._function(entry, inputs, simplify.simplify(body, self.pure), fn))
+        body = simplify.simplify(body, self.pure, _float_scalars(typed))
+        self.functions.append(self._function(entry, inputs, body, fn))
         return entry
 
     def jvp_of_call(self, value: gast.Call, typed: Typed, activity: Activity, vector: bool = False):
@@ -606,7 +650,8 @@ class _Generator:
             body, ret = ft.build()
             body = body + [gast.Return(value=gast.Tuple(elts=[copy.deepcopy(ret), ft.output(ret)], ctx=gast.Load()))]
             inputs = params + [namer.tangent(p) for p in active]
-            self.functions.append(self._function(jvp_name, inputs, simplify.simplify(body, self.pure), callee))
+            body = simplify.simplify(body, self.pure, _float_scalars(typed_callee))
+            self.functions.append(self._function(jvp_name, inputs, body, callee))
         return self._jvps[key], active_args
 
     def _custom_jvp(self, jvp_name: str, callee: Function, custom, arg_types, mask, vector: bool) -> None:

@@ -4,8 +4,8 @@
 normalising passes in order; every user function ``f`` calls is added the
 same way, once. The pipeline is this ordered list:
 
-    fence → lift nested functions → flatten containers → resolve names → lower control flow
-          → A-normal form → split tuples
+    fence → positional parameters → lift nested functions → flatten containers → resolve names
+          → lower control flow → A-normal form → split tuples
 
     >>> def f(x):
     ...     return x * x + 1.0
@@ -31,7 +31,7 @@ from .custom import custom_jvp, custom_vjp
 from .errors import S2SError, UnsupportedError
 from .frontend import Source, parse, wrap_call
 from .naming import Namer
-from .passes import anf, control_flow, fence, flatten, lift, resolve, tuples
+from .passes import anf, control_flow, fence, flatten, lift, params, resolve, tuples
 
 __all__ = ["Program", "Function"]
 
@@ -46,6 +46,7 @@ class Function:
     namer: Namer
     params: list[str] = field(default_factory=list)
     generated: bool = False  # generated code of a transform (differentiated in forward mode only)
+    renamed: set = field(default_factory=set)  # names whose bindings got their own variables (types differ)
 
     def source(self) -> str:
         """The normalised function as Python source."""
@@ -117,6 +118,17 @@ class Program:
         self.root = root
         return function
 
+    def add_helper(self, node: gast.FunctionDef, src: Source, names: dict) -> str:
+        """Queue ``node``, a function s2s writes for user code of ``src`` (reading ``names`` besides
+        ``src``'s globals), as one of the program's functions; return its module name."""
+        module_name = self.namer.fresh(node.name)
+        node.name = module_name
+        helper_src = Source(None, module_name, src.filename, node, {**src.globals, **names}, src.closure)
+        key = (("helper", module_name), ())
+        self._names[key] = module_name
+        self._pending.append((key, helper_src))
+        return module_name
+
     def module_functions(self) -> set[str]:
         """Names of the function copies in the generated module (a live set: it grows with the program)."""
         self._module_functions.update(self._names.values())
@@ -154,6 +166,7 @@ class Program:
         node.name = module_name
         verbose = os.environ.get("S2S_VERBOSE")
         fence.check(src)
+        params.positional(node)  # keyword-only parameters last; calls pass every argument by position
         structures = dict(key[1]) if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], tuple) else {}
         locals_ = lift.local_names(node)
         namer = Namer(locals_ | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)})
@@ -167,8 +180,8 @@ class Program:
             self._names[nested_key] = lifted_name
             self._pending.append((nested_key, nested_src))
         if structures:
-            params = [a.id for a in node.args.args]
-            flatten.flatten(node, {params[k]: t for k, t in structures.items()}, namer, src)
+            names = [a.id for a in node.args.args]
+            flatten.flatten(node, {names[k]: t for k, t in structures.items()}, namer, src)
         locals_ = lift.local_names(node)
         for step, run in (
             ("resolve", lambda n: resolve.resolve(src, n, locals_, self)),

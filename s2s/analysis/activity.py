@@ -33,33 +33,15 @@ import gast
 
 from ..astutil import attr_chain
 from ..errors import NoRuleError
-from ..rules import lookup
+from ..rules import lookup, resolve_spelling
 from .indexing import index_parts
 from .types import Typed, atom_type, is_float_type
 
-__all__ = ["Activity", "call_rule", "resolve_callable", "float_atom", "list_method"]
+__all__ = ["Activity", "call_rule", "float_atom", "list_method"]
 
 _BINOPS = {gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "truediv", gast.Pow: "pow",
            gast.MatMult: "matmul", gast.FloorDiv: "floordiv", gast.Mod: "mod"}
 _UNARY = {gast.USub: "neg", gast.UAdd: "pos"}
-
-
-def resolve_callable(path: str):
-    """The object a canonical spelling (``np.sin``, ``rt.sum``, ``abs``) names, or None."""
-    import builtins
-    import math
-    import operator
-
-    import numpy as np
-
-    import s2s_runtime
-
-    roots = {"np": np, "math": math, "rt": s2s_runtime, "operator": operator}
-    head, *rest = path.split(".")
-    obj = roots.get(head, getattr(builtins, head, None))
-    for part in rest:
-        obj = getattr(obj, part, None)
-    return obj
 
 
 def call_rule(value):
@@ -76,7 +58,7 @@ def call_rule(value):
         return rule, ({"x": value.operand} if rule else None), type(value.op).__name__
     if isinstance(value, gast.Call):
         label = attr_chain(value.func) or "?"
-        fn = resolve_callable(label)
+        fn = resolve_spelling(label)
         rule = lookup(fn) if fn is not None else None
         if rule is None and label.startswith("rt."):
             rule = _impl_rule(label)

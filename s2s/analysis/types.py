@@ -30,8 +30,10 @@ from numba.core import compiler, errors, typed_passes, types
 from numba.core.extending import overload
 from numba.core.registry import cpu_target
 
+from ..astutil import names_written, walk_stmts
 from ..codegen import module_source
 from ..errors import CompileError, summarize
+from ..passes import rename
 from ..program import Function, Program
 
 __all__ = ["Typer", "Typed", "typeof_value"]
@@ -100,9 +102,8 @@ class Typer:
         self.program = program
         self.namespace: dict = {}
         self._memo: dict = {}
-        self.line_map: dict = {}
+        self.line_maps: dict = {}  # primal module file name -> its line map (functions may be added later)
         self._known: set[str] = set()
-        self.filename = ""
         self.add(list(program.functions.values()))
 
     def add(self, functions: list) -> None:
@@ -110,13 +111,13 @@ class Typer:
         functions = [f for f in functions if f.name not in self._known]
         if not functions:
             return
-        self.filename = f"<s2s primal of {functions[0].name}>"
-        text, self.line_map = module_source([f.node for f in functions], "s2s: normalised primal")
-        linecache.cache[self.filename] = (len(text), None, text.splitlines(True), self.filename)
+        filename = f"<s2s primal of {functions[0].name} ({len(self.line_maps)})>"
+        text, self.line_maps[filename] = module_source([f.node for f in functions], "s2s: normalised primal")
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         self.namespace.update(self.program.constants)
         for key, transformed in self.program.transformed.items():
             self.namespace.setdefault(key, call_stub(transformed))
-        exec(compile(text, self.filename, "exec"), self.namespace)
+        exec(compile(text, filename, "exec"), self.namespace)
         for f in functions:
             self.namespace[f.name] = numba.njit(self.namespace[f.name])
             self._known.add(f.name)
@@ -137,6 +138,9 @@ class Typer:
                 warnings.simplefilter("ignore", errors.NumbaPerformanceWarning)
                 return self._type(fn, arg_types, key, dispatcher, typingctx, targetctx)
         except errors.NumbaError as exc:
+            mixed = re.search(r"Cannot unify .* for '(\w+)(\.\d+)?'", str(exc))
+            if mixed and mixed.group(1) in _local_names(fn):  # a name rebound to a value of another type
+                return self._split(fn, arg_types, {mixed.group(1)})
             raise self._error(fn, exc) from None
 
     def _type(self, fn, arg_types, key, dispatcher, typingctx, targetctx) -> Typed:
@@ -150,25 +154,57 @@ class Typer:
             result = typed_passes.type_inference_stage(typingctx, targetctx, interp, arg_types, None)
             return_type = result.return_type
         typemap: dict = {}
+        mixed = set()  # names holding values of types that do not unify (an array, then a float)
         for var, t in result.typemap.items():
             base = var[4:] if var.startswith("arg.") else var.split(".")[0]
             if base.startswith("$"):
                 continue
             t = types.unliteral(t)
-            typemap[base] = t if base not in typemap else (typingctx.unify_pairs(typemap[base], t) or t)
-        for key, value in self.program.constants.items():  # module-level arrays the function reads
-            typemap.setdefault(key, typeof_value(value))
+            if base in typemap:
+                unified = typingctx.unify_pairs(typemap[base], t)
+                if unified is None:
+                    mixed.add(base)
+                t = unified or t
+            typemap[base] = t
+        if mixed:
+            return self._split(fn, arg_types, mixed)
+        read = {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+        for constant in read & set(self.program.constants) - set(typemap):  # module arrays the function reads
+            typemap[constant] = typeof_value(self.program.constants[constant])
         typed = Typed(fn, arg_types, typemap, types.unliteral(return_type))
         self._memo[key] = typed
         return typed
 
+    def _split(self, fn: Function, arg_types: tuple, mixed: set[str]) -> Typed:
+        """Type ``fn`` again after giving each binding of the ``mixed`` names its own variable."""
+        if fn.renamed >= mixed:  # renaming could not separate them: inside a loop or branch
+            name_ = sorted(mixed)[0]
+            where = next((s for s in walk_stmts(fn.node.body) if isinstance(s, (gast.For, gast.While, gast.If))
+                          and name_ in names_written(s)), fn.node)
+            raise fn.unsupported(f"`{name_}` holding values of different types (say an array and a float) "
+                                 "before and inside a loop or branch", where,
+                                 hint=f"give the new value its own name instead of rebinding `{name_}`")
+        fn.renamed |= mixed
+        rename.rename(fn.node, mixed, fn.namer)
+        self._known.discard(fn.name)
+        self.add([fn])
+        self._memo = {k: v for k, v in self._memo.items() if k[0] != fn.name}
+        return self.type(fn, arg_types)
+
     def _error(self, fn: Function, exc: Exception) -> CompileError:
         text = str(exc)
-        lines = re.findall(rf'File "{re.escape(self.filename)}", line (\d+)', text)
-        lineno = self.line_map.get(int(lines[-1])) if lines else None
+        lineno = None
+        for filename, line_map in self.line_maps.items():
+            lines = re.findall(rf'File "{re.escape(filename)}", line (\d+)', text)
+            lineno = line_map.get(int(lines[-1])) if lines else lineno
         summary = summarize(text)
         return CompileError(f"Numba cannot compile {fn.src.name}: {summary}", fn.src.filename, lineno,
                             fn.src.line(lineno))
+
+
+def _local_names(fn: Function) -> set[str]:
+    return set(fn.params) | {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name)
+                             and isinstance(n.ctx, gast.Store)}
 
 
 _stubs: dict = {}

@@ -45,9 +45,13 @@ import copy
 
 import gast
 
-from ..astutil import assign, call, const, located, name, names_read, names_written
+from ..astutil import assign, attr_chain, call, const, located, name, names_read, names_written
 
 __all__ = ["lower"]
+
+
+#: Runtime helpers that return a ``range`` (generated adjoint loops run backwards over them).
+_RUNTIME_RANGES = ("rt.reversed_range", "rt.reversed_steps")
 
 
 def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
@@ -239,7 +243,7 @@ class _Lowering:
         it = s.iter
         fn = it.func.id if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) else None
         pre: list = []
-        if fn == "range":
+        if fn == "range" or isinstance(it, gast.Call) and attr_chain(it.func) in _RUNTIME_RANGES:
             if not isinstance(s.target, gast.Name):
                 raise self.unsupported("unpacking a `range` loop variable", s)
             target, head = s.target, []

@@ -61,8 +61,6 @@ def _check_function(src: Source, fn: gast.FunctionDef) -> None:
     args = fn.args
     if args.vararg or args.kwarg:
         raise src.unsupported("a `*args` or `**kwargs` parameter", fn)
-    if args.kwonlyargs:
-        raise src.unsupported("a keyword-only parameter", fn)
     _check_body(src, fn.body)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import gast
 
 from ..astutil import name, names_read, names_written
+from . import params
 
 __all__ = ["lift", "local_names"]
 
@@ -68,7 +69,7 @@ def lift(fn: gast.FunctionDef, locals_: set[str], name_for, unsupported) -> list
     free = sorted(set().union(*[(names_read(g) - local_names(g)) & enclosing for g in nested]))
     for g in nested:
         new_name = name_for(g)
-        calls[g.name] = (new_name, free)
+        calls[g.name] = (new_name, free, params.positional(g))
         g.args.args = g.args.args + [name(v, store=False) for v in free]
         for a in g.args.args[-len(free):] if free else []:
             a.ctx = gast.Param()
@@ -106,9 +107,9 @@ class _Calls(gast.NodeTransformer):
 
     def visit_Call(self, node):
         if isinstance(node.func, gast.Name) and node.func.id in self.calls:
-            new_name, free = self.calls[node.func.id]
+            new_name, free, signature = self.calls[node.func.id]
+            params.bind(node, signature, node.func.id, lambda message: self.unsupported(message, self.stmt))
             node.args = [self.visit(a) for a in node.args] + [name(v) for v in free]
-            node.keywords = [self.visit(k) for k in node.keywords]
             node.func = name(new_name)
             return node
         return self.generic_visit(node)

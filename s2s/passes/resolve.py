@@ -32,6 +32,7 @@ import types
 import gast
 import numpy as np
 
+import s2s_runtime
 import s2s_runtime as rt
 
 from ..astutil import attr_chain, call, const, dotted, located, name, subst, to_source
@@ -39,6 +40,7 @@ from ..custom import custom_jvp, custom_vjp
 from ..errors import NoRuleError, S2SError, UnsupportedError
 from ..frontend import MISSING
 from ..rules import canonical_name, lookup, template
+from . import params
 from .flatten import flatten_literal_args
 
 __all__ = ["resolve", "ARRAY_METHODS", "to_source"]
@@ -65,6 +67,12 @@ def is_user_function(obj) -> bool:
         return False
     module = obj.__module__ or ""
     return module.split(".")[0] not in _LIBRARY_PREFIXES
+
+
+def _is_vmapped(obj) -> bool:
+    from ..vmap import Vmapped  # vmap builds on the compiler that this pass is part of
+
+    return isinstance(obj, Vmapped)
 
 
 def resolve(src, node: gast.FunctionDef, local_names: set[str], program) -> gast.FunctionDef:
@@ -154,15 +162,25 @@ class _Resolver(gast.NodeTransformer):
             kw.value = self.visit(kw.value)
         if isinstance(func, gast.Name) and func.id in self.program.module_functions():
             fn = self.program.function_of(func.id)
+            if is_user_function(fn):
+                self._bind(node, fn)
             if fn is not None and any(isinstance(a, gast.Tuple) for a in node.args):  # the copy taking leaves
                 node.func = located(self.callee(fn, node), func)
             return node
         if isinstance(func, gast.Call):
-            node.func = located(name(self.program.transformed_name(self._transform_value(func))), func)
+            transformed = self._transform_value(func)
+            if node.keywords:
+                raise self._unsupported(f"keyword arguments in a call of `{attr_chain(func.func)}(...)`")
+            if _is_vmapped(transformed):
+                node.func = located(name(self._batched_loop(transformed, len(node.args))), func)
+            else:
+                node.func = located(name(self.program.transformed_name(transformed)), func)
             return node
         if not isinstance(func, (gast.Name, gast.Attribute)) or self._is_local(func):
             raise self._unsupported("calling a value computed in the function")
         obj = self._value_of(func)
+        if is_user_function(obj):
+            self._bind(node, obj)
         node.func = located(self.callee(obj, node, getattr(node, "s2s_structures", None)), func)
         rule = lookup(getattr(obj, "py_func", obj))
         if rule is not None and (rule.check or rule.expand):
@@ -181,6 +199,16 @@ class _Resolver(gast.NodeTransformer):
         if rule.expand:
             return located(subst(template(rule.expand), bound), node)
         return node
+
+    def _bind(self, node: gast.Call, fn) -> None:
+        """Pass keywords and defaults of a call of the user function ``fn`` as positional arguments."""
+        fn = getattr(fn, "py_func", fn)
+        if getattr(node, "s2s_structures", None):  # containers passed as their leaves: already positional
+            if node.keywords:
+                raise self._unsupported(f"keyword arguments in a call of {fn.__name__} that passes a container")
+            return
+        params.bind(node, params.from_signature(fn, self.constant), fn.__name__,
+                    lambda message: self.src.error(S2SError, message, self.stmt))
 
     def _jvp_call(self, node, func):
         """``s2s.jvp(f, (x, y), (tx, ty))`` in user code: a call of the generated jvp of ``f``."""
@@ -254,9 +282,50 @@ class _Resolver(gast.NodeTransformer):
             raise self._unsupported("a transform of a value computed in the function")
 
         transformed = maker(*[value(a) for a in node.args], **{k.arg: value(k.value) for k in node.keywords})
-        if not hasattr(transformed, "entry_for_types"):
+        if not hasattr(transformed, "entry_for_types") and not _is_vmapped(transformed):
             raise self._unsupported(f"calling the result of `{attr_chain(func)}`")
         return transformed
+
+    def _batched_loop(self, vmapped, count: int) -> str:
+        """The module name of a loop calling ``vmapped``'s function once per example (``count`` arguments).
+
+        ``s2s.vmap(g)(x, w)`` with ``in_axes=(0, None)`` calls a function the program gets as user code::
+
+            def g_vmap(a0, a1):
+                n = a0.shape[0]
+                first = g(a0[0], a1)
+                out = rt.batch_like(first, n)
+                out[0] = first
+                for b in range(1, n):
+                    out[b] = g(a0[b], a1)
+                return out
+        """
+        axes = vmapped.in_axes if isinstance(vmapped.in_axes, (tuple, list)) else (vmapped.in_axes,) * count
+        if len(axes) != count or any(a not in (0, None) for a in axes) or vmapped.out_axes != 0:
+            raise self._unsupported("s2s.vmap with in_axes other than 0 or None, or out_axes other than 0, "
+                                    "inside a transformed function", hint="move the batch axis first")
+        if all(a is None for a in axes):
+            raise self._unsupported("s2s.vmap with no batched argument")
+        params = [f"a{k}" for k in range(count)]
+
+        def args(index: str) -> str:
+            return ", ".join(p if a is None else f"{p}[{index}]" for p, a in zip(params, axes))
+
+        batched = params[[a is not None for a in axes].index(True)]
+        label = getattr(vmapped.fn, "__name__", "f")
+        text = (f"def {label if label.isidentifier() else 'f'}_vmap({', '.join(params)}):\n"
+                f"    n = {batched}.shape[0]\n"
+                f"    first = _vmapped({args('0')})\n"
+                "    out = rt.batch_like(first, n)\n"
+                "    out[0] = first\n"
+                "    for b in range(1, n):\n"
+                f"        out[b] = _vmapped({args('b')})\n"
+                "    return out\n")
+        loop = gast.parse(text).body[0]
+        for n in gast.walk(loop):
+            if hasattr(n, "lineno") or isinstance(n, (gast.stmt, gast.expr)):
+                n.lineno, n.col_offset = self.stmt.lineno, 0
+        return self.program.add_helper(loop, self.src, {"_vmapped": vmapped.fn, "rt": s2s_runtime})
 
     def _method_call(self, node):
         func = node.func

@@ -37,47 +37,55 @@ import re
 import gast
 
 from ..astutil import const, names_read, names_written
+from ..rules import lookup_spelling
 
 __all__ = ["simplify"]
 
 _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 _TEMP = re.compile(r"^_(t|parts|vjp)\d+(_adj\d*)?$")
-_PURE_PREFIXES = ("np.", "math.", "rt.", "operator.")
-_IMPURE = {"rt.tape"}
 
 
 class _Fold(gast.NodeTransformer):
+    """Folds arithmetic on literals. As the whole value of an assignment or return, ``1.0 * x`` and
+    ``x ** 1`` stay: ``y = 1.0 * x`` makes a new array where ``y = x`` would share ``x``'s memory."""
+
+    def __init__(self, scalars=frozenset()):
+        self.whole_value = None
+        self.scalars = scalars  # names known to hold float scalars (never shared memory)
+
+    def visit_Assign(self, node):
+        self.whole_value = node.value
+        return self.generic_visit(node)
+
+    visit_Return = visit_Assign
+
     def visit_BinOp(self, node):
+        whole = node is self.whole_value
         self.generic_visit(node)
         left, right = node.left, node.right
         if isinstance(left, gast.Constant) and isinstance(right, gast.Constant) and type(node.op) in _FOLD \
                 and all(type(v.value) in (int, float) for v in (left, right)):
             return const(_FOLD[type(node.op)](left.value, right.value))
         if isinstance(node.op, gast.Pow) and isinstance(right, gast.Constant) and right.value == 1 \
-                and type(right.value) is int:
+                and type(right.value) is int and not (whole and self._may_share(left)):
             return left
         if isinstance(node.op, gast.Mult):  # 1.0 * e is e, unless e is a bool that 1.0 * makes a float
-            if _is_one(left) and not isinstance(right, (gast.Constant, *_BOOLEAN)):
+            if _is_one(left) and not isinstance(right, (gast.Constant, *_BOOLEAN)) \
+                    and not (whole and self._may_share(right)):
                 return right
-            if _is_one(right) and not isinstance(left, (gast.Constant, *_BOOLEAN)):
+            if _is_one(right) and not isinstance(left, (gast.Constant, *_BOOLEAN)) \
+                    and not (whole and self._may_share(left)):
                 return left
         return node
 
+    def _may_share(self, operand) -> bool:
+        """Whether ``operand`` may be an existing array (a name, an element or slice, an attribute)."""
+        if isinstance(operand, gast.Name):
+            return operand.id not in self.scalars
+        return isinstance(operand, (gast.Subscript, gast.Attribute))
+
 
 _BOOLEAN = (gast.Compare, gast.BoolOp)
-
-
-def _fold(s):
-    """``s`` folded, except that an assignment of ``e * 1.0`` (or ``e ** 1``) keeps its operation: for an
-    array it makes a copy, and ``y = x`` would let a later write into ``y`` change ``x``."""
-    if isinstance(s, gast.Assign) and isinstance(s.value, gast.BinOp):
-        folded = _Fold().visit(s.value)
-        if isinstance(folded, (gast.Name, gast.Subscript, gast.Attribute)):
-            s.value.left, s.value.right = _Fold().visit(s.value.left), _Fold().visit(s.value.right)
-            return s
-        s.value = folded
-        return s
-    return _Fold().visit(s)
 
 
 def _is_one(node) -> bool:
@@ -98,11 +106,16 @@ _PURE_FUNCTIONS: set[str] = set()
 
 
 def _pure(expr) -> bool:
-    """Whether evaluating ``expr`` has no effect but its value (and may move or go)."""
+    """Whether evaluating ``expr`` has no effect but its value (and may move or go).
+
+    A call is pure when its rule says so (``rt.assign_into`` writes into its argument) or it calls a
+    generated function known to write into no array; a call of anything else is kept.
+    """
     for node in gast.walk(expr):
         if isinstance(node, gast.Call):
             name = _dotted(node.func)
-            if (not name.startswith(_PURE_PREFIXES) or name in _IMPURE) and name not in _PURE_FUNCTIONS:
+            rule = lookup_spelling(name) if name else None
+            if not (rule.pure if rule is not None else name in _PURE_FUNCTIONS):
                 return False
         elif not isinstance(node, (gast.expr, gast.expr_context, gast.operator, gast.unaryop, gast.cmpop,
                                    gast.boolop, gast.Slice, gast.keyword)):
@@ -146,6 +159,12 @@ class _Replace(gast.NodeTransformer):
         return node
 
 
+def _may_write_memory(s) -> bool:
+    """Whether ``s`` may change an array element: it writes one, or calls a function that is not pure."""
+    return any(isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) or isinstance(n, gast.Call)
+               and not _pure(n) for n in gast.walk(s))
+
+
 def _inline(block, counts) -> bool:
     """Inline single-use temporaries of ``block``; True if anything changed."""
     k = 0
@@ -157,8 +176,11 @@ def _inline(block, counts) -> bool:
             k += 1
             continue
         target, operands = s.targets[0].id, set(_loads(s.value))
+        reads_memory = any(isinstance(n, gast.Subscript) for n in gast.walk(s.value))
         inlined = False
         for user in block[k + 1:]:
+            if reads_memory and _may_write_memory(user):  # x[1] is read before g(v) writes into x
+                break
             if target in _loads(user):
                 replace = _Replace(target, s.value)
                 if isinstance(user, gast.If) and target in _header_loads(user):
@@ -290,17 +312,14 @@ def _cancel_resets(block) -> bool:
     return False
 
 
-#: Calls whose array result is new memory (so it may become an adjoint that is updated in place).
-_FRESH_CALLS = {"rt.dot_vjp_a", "rt.dot_vjp_b", "rt.unreduce", "rt.extremum_vjp", "rt.outer_vjp_a",
-                "rt.outer_vjp_b", "rt.inner_vjp_a", "rt.inner_vjp_b", "rt.solve_vjp_a", "rt.solve_vjp_b",
-                "rt.prod_vjp", "rt.cumsum_vjp", "rt.norm_vjp", "np.dot", "np.outer", "np.copy", "np.zeros_like"}
-
-
 def _fresh(expr) -> bool:
     """Whether ``expr`` certainly evaluates to a new array (arithmetic, or a call known to allocate)."""
     if isinstance(expr, (gast.BinOp, gast.UnaryOp)):
         return True
-    return isinstance(expr, gast.Call) and _dotted(expr.func) in _FRESH_CALLS
+    if not isinstance(expr, gast.Call):
+        return False
+    rule = lookup_spelling(_dotted(expr.func))
+    return rule is not None and rule.fresh
 
 
 def _header_loads(s) -> set[str]:
@@ -311,13 +330,13 @@ def _header_loads(s) -> set[str]:
     return set()
 
 
-def _tidy(block) -> list:
+def _tidy(block, scalars) -> list:
     out = []
     for s in block:
         for field_name in ("body", "orelse"):
             if getattr(s, field_name, None):
-                setattr(s, field_name, _tidy(getattr(s, field_name)))
-        s = _fold(s)
+                setattr(s, field_name, _tidy(getattr(s, field_name), scalars))
+        s = _Fold(scalars).visit(s)
         if isinstance(s, gast.If) and all(isinstance(b, gast.Pass) for b in s.body + s.orelse) \
                 and _pure(s.test):
             continue
@@ -379,14 +398,15 @@ def _all_blocks(block):
                 yield from _all_blocks(inner)
 
 
-def simplify(body: list, pure_functions=()) -> list:
+def simplify(body: list, pure_functions=(), scalars=frozenset()) -> list:
     """The simplified statements of ``body`` (a whole function body, ending in its return).
 
-    ``pure_functions`` names generated functions whose calls have no effect but their value.
+    ``pure_functions`` names generated functions whose calls have no effect but their value;
+    ``scalars`` names variables known to hold float scalars.
     """
     _PURE_FUNCTIONS.clear()
     _PURE_FUNCTIONS.update(pure_functions)
-    body = _tidy(body)
+    body = _tidy(body, scalars)
     changed = True
     while changed:
         changed = False
@@ -396,5 +416,5 @@ def simplify(body: list, pure_functions=()) -> list:
             changed |= _inline(block, _count_loads(body))
         changed |= _dead(body, set(), _count_loads(body))
         changed |= _dead_everywhere(body, _count_loads(body))
-        body = _tidy(body)
+        body = _tidy(body, scalars)
     return body

@@ -16,6 +16,17 @@ A function that is differentiable in none of its arguments (``np.floor``,
 ``len``) is registered with :func:`defnondiff`; a parameter that carries no
 derivative (an ``axis``) is listed in ``nondiff``. Anything else reached on
 an active path without a rule is an error, never a zero.
+
+Facts the passes need about a function live in its rule too: ``pure`` (a
+call has no effect but its value, so an unused one may go), ``fresh`` (the
+result is always new memory, so it may be updated in place) and ``view``
+(the result may share memory with the first argument). A runtime helper
+that only carries facts (no derivative yet) is registered with
+:func:`deffacts`; differentiating it is an error.
+
+    >>> import s2s_runtime as rt
+    >>> lookup(rt.assign_into).pure, lookup(np.copy).fresh, lookup(np.transpose).view
+    (False, True, True)
 """
 
 from __future__ import annotations
@@ -26,7 +37,8 @@ from dataclasses import dataclass, field
 
 import gast
 
-__all__ = ["Rule", "defrule", "defnondiff", "lookup", "template", "canonical_name", "registered"]
+__all__ = ["Rule", "defrule", "defnondiff", "deffacts", "lookup", "lookup_spelling", "resolve_spelling", "template",
+           "canonical_name", "registered"]
 
 _RULES: dict = {}
 _NAMES: dict = {}
@@ -46,6 +58,8 @@ class Rule:
     differentiable: bool = True
     sequences: frozenset = frozenset()  # parameters taking a sequence of arrays
     view: bool = False  # the result may share memory with the first argument
+    pure: bool = True  # a call has no effect but its value (it writes into no argument)
+    fresh: bool = False  # the result is always new memory, never an argument or a view of one
     impl: str | None = None  # how generated code calls it, where Numba lacks the NumPy spelling
     impl_when: frozenset = frozenset()  # call `impl` only when one of these is passed (empty: always)
     expand: str | None = None  # a tuple of single-result calls generated code writes instead (``slogdet``)
@@ -77,7 +91,7 @@ def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
 
 
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
-            sequences: tuple = (), view: bool = False, name: str | None = None,
+            sequences: tuple = (), view: bool = False, fresh: bool = False, name: str | None = None,
             impl: str | None = None, impl_when: tuple = (), expand: str | None = None,
             check=None) -> Rule:
     """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
@@ -102,17 +116,31 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
     elif isinstance(vjp, tuple):
         vjp = dict(zip(diff, vjp))
     rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
-                True, frozenset(sequences), view, impl, frozenset(impl_when), expand, check)
+                True, frozenset(sequences), view, impl=impl, impl_when=frozenset(impl_when), fresh=fresh,
+                expand=expand, check=check)
     _RULES[fn] = rule
     return rule
 
 
-def defnondiff(params: str, *fns, view: bool = False, impl: str | None = None) -> None:
+def defnondiff(params: str, *fns, view: bool = False, fresh: bool = False, impl: str | None = None) -> None:
     """Register functions whose result carries no derivative (``np.floor``, ``len``)."""
     names, defaults = _parse_params(params)
     for fn in fns:
         _RULES[fn] = Rule(fn, canonical_name(fn), names, defaults, differentiable=False, view=view,
-                          nondiff=frozenset(names), impl=impl)
+                          fresh=fresh, nondiff=frozenset(names), impl=impl)
+
+
+def deffacts(params: str, *fns, pure: bool = True, fresh: bool = False, view: bool = False) -> None:
+    """Register what the passes may assume of functions that have no derivative rule yet.
+
+        >>> import s2s_runtime as rt
+        >>> deffacts("x, value", rt.assign_into, pure=False)
+        >>> lookup(rt.assign_into).jvp is None
+        True
+    """
+    names, defaults = _parse_params(params)
+    for fn in fns:
+        _RULES[fn] = Rule(fn, canonical_name(fn), names, defaults, pure=pure, fresh=fresh, view=view)
 
 
 def lookup(fn) -> Rule | None:
@@ -128,6 +156,33 @@ def registered() -> dict:
     """Every registered rule, keyed by function (the runtime's spellings of NumPy functions included)."""
     _load_tables()
     return dict(_RULES)
+
+
+def resolve_spelling(spelling: str):
+    """The object a canonical spelling (``np.sin``, ``rt.sum``, ``abs``) names, or None."""
+    import builtins
+    import math
+    import operator
+
+    import numpy as np
+
+    import s2s_runtime
+
+    head, *rest = spelling.split(".")
+    obj = {"np": np, "math": math, "rt": s2s_runtime, "operator": operator}.get(head, getattr(builtins, head, None))
+    for part in rest:
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def lookup_spelling(spelling: str) -> Rule | None:
+    """The rule of the function generated code spells ``spelling``, or None.
+
+        >>> lookup_spelling("rt.mean").name
+        'np.mean'
+    """
+    fn = resolve_spelling(spelling)
+    return None if fn is None else lookup(fn)
 
 
 def register_name(fn, name: str) -> None:

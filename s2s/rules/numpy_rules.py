@@ -109,11 +109,11 @@ defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", nondiff=("ord"
 defrule(np.trace, "a", jvp="np.trace(a_dot)", vjp="z_adj * np.eye(a.shape[0], a.shape[1])")
 
 # ------------------------------------------------------------ linear algebra
-defrule(np.dot, "a, b", jvp="np.dot(a_dot, b) + np.dot(a, b_dot)",
+defrule(np.dot, "a, b", fresh=True, jvp="np.dot(a_dot, b) + np.dot(a, b_dot)",
         vjp=("rt.dot_vjp_a(z_adj, a, b)", "rt.dot_vjp_b(z_adj, a, b)"))
 defrule(np.matmul, "x1, x2", impl="rt.matmul", jvp="x1_dot @ x2 + x1 @ x2_dot",
         vjp=("rt.dot_vjp_a(z_adj, x1, x2)", "rt.dot_vjp_b(z_adj, x1, x2)"))
-defrule(np.outer, "a, b", jvp="np.outer(a_dot, b) + np.outer(a, b_dot)",
+defrule(np.outer, "a, b", fresh=True, jvp="np.outer(a_dot, b) + np.outer(a, b_dot)",
         vjp=("rt.outer_vjp_a(z_adj, a, b)", "rt.outer_vjp_b(z_adj, a, b)"))
 defrule(np.inner, "a, b", impl="rt.inner", jvp="rt.inner(a_dot, b) + rt.inner(a, b_dot)",
         vjp=("rt.inner_vjp_a(z_adj, a, b)", "rt.inner_vjp_b(z_adj, a, b)"))
@@ -142,7 +142,7 @@ defrule(np.hstack, "tup", sequences=("tup",), jvp="np.hstack(tup_dot)", vjp="rt.
 defrule(np.vstack, "tup", sequences=("tup",), jvp="np.vstack(tup_dot)", vjp="rt.vsplit_like(z_adj, tup)")
 defrule(np.array, "object, dtype=None", nondiff=("dtype",), sequences=("object",), impl="rt.array",
         jvp="rt.array(object_dot)", vjp="rt.array_vjp(z_adj, object)")  # a copy, also of one array
-defrule(np.copy, "a", jvp="np.copy(a_dot)", vjp="z_adj")  # also `x.copy()`
+defrule(np.copy, "a", fresh=True, jvp="np.copy(a_dot)", vjp="z_adj")  # also `x.copy()`
 defrule(np.real, "val", view=True, jvp="np.real(val_dot)", vjp="z_adj")  # also `x.real`: x itself
 defrule(np.asarray, "a, dtype=None", nondiff=("dtype",), view=True, jvp="np.asarray(a_dot)", vjp="z_adj")
 defrule(np.take, "a, indices, axis=None", nondiff=("indices", "axis"), jvp="np.take(a_dot, indices, axis)",
@@ -159,7 +159,7 @@ defnondiff("x", np.sign, np.floor, np.ceil, np.rint, np.trunc, np.isnan, np.isin
            np.logical_not)
 defnondiff("a, decimals=0", np.round, np.around)
 defnondiff("shape, dtype=None", np.zeros, np.ones, np.empty)
-defnondiff("a, dtype=None", np.zeros_like, np.ones_like, np.empty_like)
+defnondiff("a, dtype=None", np.zeros_like, np.ones_like, np.empty_like, fresh=True)
 defnondiff("N, M=None, k=0, dtype=None", np.eye)
 defnondiff("start, stop=None, step=None, dtype=None", np.arange)
 defnondiff("start, stop, num=50", np.linspace)

@@ -11,14 +11,14 @@ import numpy as np
 
 import s2s_runtime as rt
 
-from . import _RULES, canonical_name, defnondiff, defrule, numpy_rules  # noqa: F401 (numpy_rules: copied below)
+from . import _RULES, canonical_name, deffacts, defnondiff, defrule, numpy_rules  # noqa: F401 (numpy_rules: copied below)
 
 # ----------------------------------------------------------- linear in the first argument
 defrule(rt.unbroadcast, "g, like", nondiff=("like",), jvp="rt.unbroadcast(g_dot, like)",
         vjp="rt.broadcast_like(z_adj, g)")
 defrule(rt.broadcast_like, "t, z", nondiff=("z",), jvp="rt.broadcast_like(t_dot, z)",
         vjp="rt.unbroadcast(z_adj, t)")
-defrule(rt.unreduce, "g, x, axis, keepdims", nondiff=("x", "axis", "keepdims"),
+defrule(rt.unreduce, "g, x, axis, keepdims", nondiff=("x", "axis", "keepdims"), fresh=True,
         jvp="rt.unreduce(g_dot, x, axis, keepdims)", vjp="rt.sum(z_adj, axis, keepdims=keepdims)")
 defrule(rt.select, "condition, a, b", nondiff=("condition",), jvp="rt.select(condition, a_dot, b_dot)",
         vjp=("rt.unbroadcast(rt.select(condition, z_adj, 0.0), a)",
@@ -26,20 +26,20 @@ defrule(rt.select, "condition, a, b", nondiff=("condition",), jvp="rt.select(con
 defrule(rt.flat, "a", view=True, jvp="rt.flat(a_dot)", vjp="rt.reshape_like(z_adj, a)")
 defrule(rt.reserve, "tape, need", nondiff=("need",), jvp="rt.reserve(tape_dot, need)",
         vjp="z_adj[:tape.shape[0]]")
-defrule(rt.extremum_vjp, "g, x, z, axis, keepdims", nondiff=("x", "z", "axis", "keepdims"),
+defrule(rt.extremum_vjp, "g, x, z, axis, keepdims", nondiff=("x", "z", "axis", "keepdims"), fresh=True,
         jvp="rt.extremum_vjp(g_dot, x, z, axis, keepdims)")
 
 # ------------------------------------------- adjoints of products: linear in each factor
 for _vjp_a in (rt.dot_vjp_a, rt.inner_vjp_a, rt.outer_vjp_a):  # g spread against b, in the shape of a
     _name = canonical_name(_vjp_a)
-    defrule(_vjp_a, "g, a, b", nondiff=("a",), jvp=f"{_name}(g_dot, a, b) + {_name}(g, a, b_dot)")
+    defrule(_vjp_a, "g, a, b", nondiff=("a",), fresh=True, jvp=f"{_name}(g_dot, a, b) + {_name}(g, a, b_dot)")
 for _vjp_b in (rt.dot_vjp_b, rt.inner_vjp_b, rt.outer_vjp_b):  # g spread against a, in the shape of b
     _name = canonical_name(_vjp_b)
-    defrule(_vjp_b, "g, a, b", nondiff=("b",), jvp=f"{_name}(g_dot, a, b) + {_name}(g, a_dot, b)")
+    defrule(_vjp_b, "g, a, b", nondiff=("b",), fresh=True, jvp=f"{_name}(g_dot, a, b) + {_name}(g, a_dot, b)")
 defrule(rt.matvec, "m, v", jvp="rt.matvec(m_dot, v) + rt.matvec(m, v_dot)")
 
 # -------------------------------------------- re-arranging an adjoint: linear in it
-defrule(rt.cumsum_vjp, "g, a, axis", nondiff=("a", "axis"), jvp="rt.cumsum_vjp(g_dot, a, axis)")
+defrule(rt.cumsum_vjp, "g, a, axis", nondiff=("a", "axis"), fresh=True, jvp="rt.cumsum_vjp(g_dot, a, axis)")
 defrule(rt.transpose_vjp, "g, axes", nondiff=("axes",), jvp="rt.transpose_vjp(g_dot, axes)")
 defrule(rt.reshape_like, "g, a", nondiff=("a",), jvp="rt.reshape_like(g_dot, a)")
 defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
@@ -111,8 +111,19 @@ defrule(rt.einsum_vjp_b, "subscripts, g, a, b", nondiff=("subscripts", "b"),
         jvp="rt.einsum_vjp_b(subscripts, g_dot, a, b) + rt.einsum_vjp_b(subscripts, g, a_dot, b)")
 
 # ------------------------------------------------ adjoints of joining arrays: linear in the adjoint
-defrule(rt.split_like, "g, arrays, axis", nondiff=("arrays", "axis"), jvp="rt.split_like(g_dot, arrays, axis)")
-defrule(rt.unstack_like, "g, arrays, axis", nondiff=("arrays", "axis"), jvp="rt.unstack_like(g_dot, arrays, axis)")
-defrule(rt.hsplit_like, "g, tup", nondiff=("tup",), jvp="rt.hsplit_like(g_dot, tup)")
-defrule(rt.vsplit_like, "g, tup", nondiff=("tup",), jvp="rt.vsplit_like(g_dot, tup)")
+defrule(rt.split_like, "g, arrays, axis", nondiff=("arrays", "axis"), view=True,
+        jvp="rt.split_like(g_dot, arrays, axis)")
+defrule(rt.unstack_like, "g, arrays, axis", nondiff=("arrays", "axis"), view=True,
+        jvp="rt.unstack_like(g_dot, arrays, axis)")
+defrule(rt.hsplit_like, "g, tup", nondiff=("tup",), view=True, jvp="rt.hsplit_like(g_dot, tup)")
+defrule(rt.vsplit_like, "g, tup", nondiff=("tup",), view=True, jvp="rt.vsplit_like(g_dot, tup)")
 defrule(rt.diag_vjp, "g, v, k", nondiff=("v", "k"), jvp="rt.diag_vjp(g_dot, v, k)")
+
+# ------------------------------- facts only: differentiating these is an error until they get rules
+deffacts("x, value", rt.assign_into, pure=False)  # writes `value` into the array `x`
+deffacts("g, a, b, z", rt.solve_vjp_a, rt.solve_vjp_b, fresh=True)
+deffacts("g, a, axis, keepdims", rt.prod_vjp, fresh=True)
+deffacts("g, x, z, ord, axis, keepdims", rt.norm_vjp, fresh=True)
+deffacts("a_dot, a, axis, keepdims", rt.prod_jvp)
+deffacts("x_dot, x, z, ord, axis, keepdims", rt.norm_jvp)
+deffacts("*arrays", rt.same_shape)

@@ -1,0 +1,69 @@
+"""Rename: give each binding of a name in straight-line code its own variable.
+
+Python lets a name hold a float array and later a float; generated adjoint
+code keeps one variable (and one adjoint) per name, so such names are split.
+Only the names asked for are renamed (those the typer found holding values of
+different types). A binding at the top level of the function body starts a
+new variable; inside a loop or branch the name keeps the variable it has on
+entry (a value that merges there must keep one type):
+
+    >>> import gast
+    >>> from s2s.astutil import to_source
+    >>> from s2s.naming import Namer
+    >>> fn = gast.parse('''
+    ... def f(x):
+    ...     x = np.sum(x)
+    ...     for i in range(3):
+    ...         x = x * x
+    ...     x = x * 2.0
+    ...     return x''').body[0]
+    >>> print(to_source(rename(fn, {"x"}, Namer({"x", "i"}))))
+    def f(x):
+        x2 = np.sum(x)
+        for i in range(3):
+            x2 = x2 * x2
+        x3 = x2 * 2.0
+        return x3
+"""
+
+from __future__ import annotations
+
+import gast
+
+__all__ = ["rename"]
+
+
+class _Use(gast.NodeTransformer):
+    """Replaces loads (and, with ``stores``, stores) of renamed names by their current variable."""
+
+    def __init__(self, current: dict, stores: bool):
+        self.current, self.stores = current, stores
+
+    def visit_Name(self, node):
+        if node.id in self.current and (isinstance(node.ctx, gast.Load) or self.stores):
+            node.id = self.current[node.id]
+        return node
+
+
+def rename(fn: gast.FunctionDef, names: set[str], namer) -> gast.FunctionDef:
+    """Split the top-level bindings of ``names`` in ``fn`` into fresh variables (``namer`` makes them)."""
+    params = {a.id for a in fn.args.args}
+    current = {n: n for n in names}
+    bound = set(params) & names
+    for s in fn.body:
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            bound |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+            _Use(current, stores=True).visit(s)
+            continue
+        targets = s.targets if isinstance(s, gast.Assign) else []
+        _Use(current, stores=False).visit(s)
+        for target in targets:
+            for node in gast.walk(target):
+                if not (isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) and node.id in names):
+                    continue
+                original = node.id
+                if original in bound and not getattr(s, "s2s_inplace", False):
+                    current[original] = namer.fresh(original)
+                node.id = current[original]
+                bound.add(original)
+    return fn
