@@ -59,6 +59,7 @@ from .reductions import (
     prod_vjp,
     sum,
 )
+from .sequences import last_item, zeros_stack
 from .shapes import (
     array,
     hsplit_like,
@@ -95,6 +96,7 @@ __all__ = [
     "inner_vjp_b",
     "jacobian",
     "jacobian_rows",
+    "last_item",
     "matmul",
     "matvec",
     "mean",
@@ -124,4 +126,5 @@ __all__ = [
     "unreduce",
     "unstack_like",
     "vsplit_like",
+    "zeros_stack",
 ]

@@ -58,3 +58,8 @@ defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contr
 defrule(rt.jacobian, "t_dot, out, offset, x", nondiff=("out", "offset", "x"),
         jvp="rt.jacobian(t_dot_dot, out, offset, x)")
 defrule(rt.jacobian_rows, "rows, out, x", nondiff=("out", "x"), jvp="rt.jacobian_rows(rows_dot, out, x)")
+
+# ------------------------------------------------------------- Python sequences
+defnondiff("first, n", rt.zeros_stack)
+defrule(rt.last_item, "item, index, length", nondiff=("index", "length"),
+        jvp="rt.last_item(item_dot, index, length)", vjp="z_adj")
