@@ -4,7 +4,7 @@
 normalising passes in order; every user function ``f`` calls is added the
 same way, once. The pipeline is this ordered list:
 
-    fence → lift nested functions → flatten containers → resolve names → split dict records
+    fence → lift nested functions → flatten containers → split dict records → resolve names
           → lower control flow → lower comprehensions → lower sequences → A-normal form → split tuples
 
     >>> def f(x):
@@ -169,10 +169,9 @@ class Program:
         if structures:
             params = [a.id for a in node.args.args]
             flatten.flatten(node, {params[k]: t for k, t in structures.items()}, namer, src)
-        locals_ = lift.local_names(node)
         for step, run in (
-            ("resolve", lambda n: resolve.resolve(src, n, locals_, self)),
             ("dict records", lambda n: records.lower(n, namer, src.unsupported)),
+            ("resolve", lambda n: resolve.resolve(src, n, lift.local_names(n), self)),
             ("control flow", lambda n: control_flow.lower(n, namer, src.unsupported)),
             ("comprehensions", lambda n: comprehensions.lower(n, namer, src.unsupported)),
             ("sequences", lambda n: sequences.lower(n, namer, src.unsupported)),

@@ -91,8 +91,12 @@ def f_generator_sum(x):
     return sum(x[i] * x[i + 1] for i in range(n - 1))
 
 
+def squared_norm(v):
+    return np.sum(v ** 2)
+
+
 def f_list_of_rows(m):
-    norms = [np.sum(row ** 2) for row in m]
+    norms = [squared_norm(row) for row in m]
     return np.sum(norms) * norms[1] + len(norms)
 
 
@@ -168,6 +172,10 @@ def test_lists_of_scalars(target):
 # =========================================================================== dict records
 
 
+def dense(params, x):
+    return np.tanh(params["w"] * x + params["b"])
+
+
 def f_record(w, b):
     p = {"w": w, "b": b, "n": 3}
     state = {}
@@ -175,8 +183,9 @@ def f_record(w, b):
     for _ in range(p["n"]):
         p["w"] = p["w"] * p["b"] + 0.1
     p["b"] += np.sum(state["scale"])
-    layer = {"inner": {"w": w * b}}
-    return np.sum(p["w"] * p["b"] + state["scale"]) + len(p) + np.sum(layer["inner"]["w"])
+    net = {"layer": {"w": w * b, "b": 0.5}, "gain": 1.5}
+    out = dense(net["layer"], w) * net["gain"] + dense({"w": b, "b": w[0]}, w)
+    return np.sum(p["w"] * p["b"] + state["scale"]) + len(p) + np.sum(out)
 
 
 @targets
@@ -225,12 +234,7 @@ def enumerate_zip_of_one(w):
     return f_enumerate_zip(w, w * 0.5 + 1.0)
 
 
-def record_of_one(w):
-    return f_record(w, 0.7)
-
-
-FORWARD = [enumerate_zip_of_one, f_filtered_products, f_nested_lists, f_list_variable, record_of_one,
-           f_tuple_index]
+FORWARD = [enumerate_zip_of_one, f_filtered_products, f_nested_lists, f_list_variable, f_tuple_index]
 
 
 @pytest.mark.parametrize("fn", FORWARD, ids=lambda f: f.__name__)
@@ -257,6 +261,17 @@ def f_dict_by_computed_key(x):
     return np.sum(p[k])  # <- construct
 
 
+def replace_item(params):
+    params["w"] = params["w"] * 2.0  # <- construct
+    return 1.0
+
+
+def f_record_replaced_by_callee(x):
+    p = {"w": x}
+    replace_item(p)
+    return np.sum(p["w"])
+
+
 def f_comprehension_in_conditional(x):
     return sum([v for v in x]) if x[0] > 0 else 0.0  # <- construct
 
@@ -265,6 +280,7 @@ def f_comprehension_in_conditional(x):
     (f_generator_elsewhere, "generator expression"),
     (f_dict_by_computed_key, "key computed at run time"),
     (f_comprehension_in_conditional, "conditional expression"),
+    (f_record_replaced_by_callee, "replacing an item of a container argument"),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_unsupported_forms_are_located_errors(fn, construct):
     from conftest import line_of
@@ -272,4 +288,5 @@ def test_unsupported_forms_are_located_errors(fn, construct):
     with pytest.raises(UnsupportedError) as info:
         s2s.grad(fn, target="python")(X4)
     assert construct in str(info.value)
-    assert info.value.lineno == line_of(fn, "<- construct")
+    where = replace_item if fn is f_record_replaced_by_callee else fn
+    assert info.value.lineno == line_of(where, "<- construct")

@@ -46,8 +46,8 @@ import gast
 import numpy as np
 
 from ..astutil import assign, attr_chain, call, const, dotted, located, name
-from ..rules import lookup
 from .control_flow import iterable
+from .sequences import spelled
 
 __all__ = ["lower"]
 
@@ -59,12 +59,6 @@ def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Lower the comprehensions of ``fn`` to loops, in place; ``unsupported(what, node)`` builds errors."""
     fn.body = _Lowering(namer, unsupported).block(fn.body) or [gast.Pass()]
     return fn
-
-
-def _spelling(fn) -> str:
-    """How normalised code calls the NumPy function ``fn`` without keywords (``rt.amax`` for ``np.max``)."""
-    rule = lookup(fn)
-    return rule.impl if rule.impl and not rule.impl_when else rule.name
 
 
 def _contains_comprehension(node) -> bool:
@@ -162,8 +156,9 @@ class _Lowering:
             return self.accumulated(comp, rest[0] if rest else const(0), pre, s)
         if func in ("max", "min") and not node.keywords and not rest:
             array = self.stacked(comp, pre, s)
-            return call(_spelling(np.max if func == "max" else np.min), array)
-        stackers = {_spelling(np.array), "np.array", "np.asarray", "np.stack"}
+            return gast.Call(func=spelled(np.max if func == "max" else np.min), args=[array], keywords=[])
+        node.args[1:] = rest
+        stackers = {attr_chain(spelled(np.array)), "np.array", "np.asarray", "np.stack"}
         label = attr_chain(node.func)
         if label in stackers and isinstance(comp, gast.ListComp):
             axis = [k.value for k in node.keywords if k.arg == "axis"] + (rest if label == "np.stack" else [])
@@ -179,7 +174,9 @@ class _Lowering:
             raise self.unsupported(f"a generator expression passed to `{label or 'a call'}`", s,
                                    hint="write a list comprehension, or sum(...) of the generator")
         if label is not None:
-            rule = _rule_of(label)
+            from ..analysis.activity import call_rule
+
+            rule = call_rule(gast.Call(func=dotted(label), args=[], keywords=[]))[0]
             if rule is not None and rule.sequences and rule.params[0] in rule.sequences:
                 raise self.unsupported(f"`{label}` of a list comprehension", s,
                                        hint="np.stack the comprehension, then reshape it")
@@ -295,11 +292,3 @@ class _Lowering:
 
 def _is_call(node, fn: str) -> bool:
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id == fn
-
-
-def _rule_of(label: str):
-    """The rule of the function normalised code calls ``label`` (``np.concatenate``), or None."""
-    from ..analysis.activity import call_rule
-
-    rule, _, _ = call_rule(gast.Call(func=dotted(label), args=[], keywords=[]))
-    return rule

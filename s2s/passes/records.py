@@ -1,9 +1,10 @@
 """Records: a dict literal kept in a variable becomes one variable per key.
 
 A local ``p`` bound only to dict literals whose keys are constants, and
-used only as ``p[key]`` with a constant key (read, written, updated) or in
-``len(p)``, is a record: each key becomes an ordinary variable with an
-adjoint of its own, as the ``tuples`` pass does for tuples:
+used only as ``p[key]`` with a constant key (read, written, updated), in
+``len(p)`` or passed to a function (as a dict literal of its items, which
+the resolver passes as leaves), is a record: each key becomes an ordinary
+variable with an adjoint of its own, as the ``tuples`` pass does for tuples:
 
     >>> import gast
     >>> from s2s.astutil import to_source
@@ -20,8 +21,8 @@ adjoint of its own, as the ``tuples`` pass does for tuples:
         return p_w * p_scale
 
 Nested records (``{"layer": {"w": w}}``) are split in turn. A dict used any
-other way (passed to a function, returned, iterated over, indexed by a key
-computed at run time) is an error at its line. Assumes resolved names.
+other way (returned, iterated over, indexed by a key computed at run time)
+is an error at its line. Runs before names are resolved.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import re
 
 import gast
 
-from ..astutil import name, walk_stmts
+from ..astutil import name, names_read, walk_stmts
 
 __all__ = ["lower"]
 
@@ -47,8 +48,10 @@ def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
         fn.body = _Split(keys, unsupported).block(fn.body)
     for s in walk_stmts(fn.body):
         for node in _expressions(s):
+            passed = {id(a) for n in gast.walk(node) if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
+                      for a in n.args}
             for n in gast.walk(node):
-                if isinstance(n, gast.Dict):
+                if isinstance(n, gast.Dict) and id(n) not in passed:
                     raise unsupported("a dict literal used as a value", s)
     return fn
 
@@ -105,9 +108,8 @@ def _check_uses(s, records, used, unsupported) -> None:
                 allowed.add(id(n.value))
                 if isinstance(n.ctx, gast.Store):  # a key added by a write
                     used[n.value.id].add(n.slice.value)
-            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id == "len" \
-                    and len(n.args) == 1 and isinstance(n.args[0], gast.Name) and n.args[0].id in records:
-                allowed.add(id(n.args[0]))
+            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name):  # len(p), or a call passing p
+                allowed |= {id(a) for a in n.args if isinstance(a, gast.Name) and a.id in records}
     if isinstance(s, gast.Assign) and isinstance(s.value, gast.Dict) and isinstance(s.targets[0], gast.Name):
         allowed.add(id(s.targets[0]))
     for node in _expressions(s):
@@ -138,6 +140,12 @@ class _Split:
                     continue
                 targets = [name(items[k], store=True) for k in values]
                 value = gast.Tuple(elts=[self.rewrite(v, s) for v in values.values()], ctx=gast.Load())
+                if any(isinstance(v, gast.Dict) for v in value.elts):  # nested records: one assignment each
+                    if names_read(value) & set(items.values()):
+                        raise self.unsupported("a nested dict literal reading the dict it rebinds", s)
+                    out += [gast.copy_location(gast.Assign(targets=[t], value=v, type_comment=None), s)
+                            for t, v in zip(targets, value.elts)]
+                    continue
                 if len(targets) == 1:
                     new = gast.Assign(targets=targets, value=value.elts[0], type_comment=None)
                 else:
@@ -171,6 +179,15 @@ class _Split:
                 if isinstance(n.func, gast.Name) and n.func.id == "len" and len(n.args) == 1 \
                         and isinstance(n.args[0], gast.Name) and n.args[0].id in keys:
                     return gast.copy_location(gast.Constant(value=len(keys[n.args[0].id]), kind=None), n)
-                return self.generic_visit(n)
+                n = self.generic_visit(n)
+                n.args = [_as_literal(a) for a in n.args]
+                return n
+
+        def _as_literal(arg):
+            if isinstance(arg, gast.Name) and isinstance(arg.ctx, gast.Load) and arg.id in keys:
+                items = keys[arg.id]
+                return gast.Dict(keys=[gast.Constant(value=k, kind=None) for k in items],
+                                 values=[_as_literal(name(v)) for v in items.values()])
+            return arg
 
         return _Replace().visit(node)

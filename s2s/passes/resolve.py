@@ -126,7 +126,7 @@ class _Resolver(gast.NodeTransformer):
             kw.value = self.visit(kw.value)
         if isinstance(func, gast.Name) and func.id in self.program.module_functions():
             fn = self.program.function_of(func.id)
-            if fn is not None and any(isinstance(a, gast.Tuple) for a in node.args):  # the copy taking leaves
+            if fn is not None and any(isinstance(a, (gast.Tuple, gast.Dict)) for a in node.args):  # leaves
                 node.func = located(self.callee(fn, node), func)
             return node
         if isinstance(func, gast.Call):

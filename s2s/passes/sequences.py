@@ -42,7 +42,7 @@ import numpy as np
 from ..astutil import attr_chain, call, const, dotted, walk_stmts
 from ..rules import lookup
 
-__all__ = ["lower"]
+__all__ = ["lower", "spelled"]
 
 
 def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
@@ -94,7 +94,7 @@ def _items(node, lengths):
     return None
 
 
-def _spelled(fn, **keywords) -> gast.expr:
+def spelled(fn, **keywords) -> gast.expr:
     """How normalised code calls the NumPy function ``fn`` with ``keywords`` (``rt.amax`` for ``np.max``)."""
     rule = lookup(fn)
     uses_impl = rule.impl and (not rule.impl_when or any(k in rule.impl_when for k in keywords))
@@ -161,10 +161,10 @@ class _Rewrite(gast.NodeTransformer):
                         raise self.unsupported(f"`{label}` of an empty sequence", self.stmt)
                     return items[0] if len(items) == 1 else call(label, *items)
             elif label == "sum" and len(rest) <= 1:
-                total = call(_spelled(np.sum, axis=0), self.visit(node.args[0]), const(0))
+                total = call(spelled(np.sum, axis=0), self.visit(node.args[0]), const(0))
                 return gast.BinOp(left=rest[0], op=gast.Add(), right=total) if rest else total
             elif label in ("max", "min") and not rest:
-                return call(_spelled(np.max if label == "max" else np.min), self.visit(node.args[0]))
+                return call(spelled(np.max if label == "max" else np.min), self.visit(node.args[0]))
         node = self.generic_visit(node)
         if label is not None and label not in ("len", "range", "print", "isinstance"):
             self.arrays_for_lists(node)
@@ -182,7 +182,7 @@ class _Rewrite(gast.NodeTransformer):
         for param, arg in bound.items():
             if param in rule.sequences or param in rule.nondiff or not isinstance(arg, (gast.List, gast.Tuple)):
                 continue
-            array = call(_spelled(np.array), arg)
+            array = call(spelled(np.array), arg)
             if id(arg) in positions:
                 node.args[positions[id(arg)]] = array
             elif id(arg) in keywords:
