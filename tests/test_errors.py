@@ -49,13 +49,9 @@ def uses_try(x):
     return np.sum(y)
 
 
-def sum_of_record(d):
-    return np.sum(d["w"])
-
-
 def uses_dict_as_value(x):
     d = {"w": x}
-    return sum_of_record(d)  # <- construct
+    return np.sum(d) * 2.0  # <- construct
 
 
 def uses_lambda(x):

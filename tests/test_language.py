@@ -272,6 +272,12 @@ def f_record_replaced_by_callee(x):
     return np.sum(p["w"])
 
 
+def f_list_item_written(x):
+    t = [x[0], x[1]]
+    t[1] = 3.0 * x[0]  # <- construct
+    return t[0] * t[1]
+
+
 def f_comprehension_in_conditional(x):
     return sum([v for v in x]) if x[0] > 0 else 0.0  # <- construct
 
@@ -281,6 +287,7 @@ def f_comprehension_in_conditional(x):
     (f_dict_by_computed_key, "key computed at run time"),
     (f_comprehension_in_conditional, "conditional expression"),
     (f_record_replaced_by_callee, "replacing an item of a container argument"),
+    (f_list_item_written, "writing an item of the list `t`"),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_unsupported_forms_are_located_errors(fn, construct):
     from conftest import line_of

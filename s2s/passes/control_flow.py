@@ -2,7 +2,9 @@
 
 Rewrites, in order:
 
-* ``for v in x`` / ``enumerate(x)`` / ``zip(x, y)`` become ``for`` loops over
+* ``for v in x`` / ``enumerate(x)`` / ``zip(x, y)`` (nested to any depth,
+  over ``range`` and ``reversed`` too, unpacked into nested targets:
+  ``for i, (a, b) in enumerate(zip(w, x))``) become ``for`` loops over
   ``range`` that index the sequences; a loop variable the body reassigns is
   copied from a fresh index.
 * ``while test:`` becomes ``_c = test`` / ``while _c:`` with the test

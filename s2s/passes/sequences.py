@@ -115,6 +115,9 @@ class _Rewrite(gast.NodeTransformer):
     def visit_Subscript(self, node):
         base = node.value
         if isinstance(base, gast.Name) and base.id in self.lengths:
+            if isinstance(node.ctx, gast.Store):
+                raise self.unsupported(f"writing an item of the list `{base.id}`", self.stmt,
+                                       hint="build it with np.array and write into the array")
             node.slice = self.visit(node.slice)
             if isinstance(node.slice, gast.Constant) or (isinstance(node.slice, gast.UnaryOp)
                                                          and isinstance(node.slice.operand, gast.Constant)):
