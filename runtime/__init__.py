@@ -88,6 +88,7 @@ from .reductions import (
     prod_vjp,
     sum,
 )
+from .sequences import last_item, zeros_stack
 from .shapes import (
     array,
     array_vjp,
@@ -145,6 +146,7 @@ __all__ = [
     "kron_vjp_a",
     "kron_vjp_b",
     "last_write",
+    "last_item",
     "matmul",
     "matvec",
     "mean",
@@ -189,4 +191,5 @@ __all__ = [
     "var",
     "vm",
     "vsplit_like",
+    "zeros_stack",
 ]

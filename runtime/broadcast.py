@@ -129,6 +129,8 @@ def _unreduce_nb(g, x, axis, keepdims):
         if isinstance(g, types.Array):
             return lambda g, x, axis, keepdims: np.full(x.shape, np.sum(g))
         return lambda g, x, axis, keepdims: np.full(x.shape, g)
+    if not isinstance(g, types.Array):  # a 1-D x reduced along its only axis
+        return lambda g, x, axis, keepdims: np.full(x.shape, g)
     keep = _literal_bool(keepdims)
     if keep:
         return lambda g, x, axis, keepdims: np.zeros(x.shape) + g

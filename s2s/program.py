@@ -4,8 +4,9 @@
 normalising passes in order; every user function ``f`` calls is added the
 same way, once. The pipeline is this ordered list:
 
-    fence → positional parameters → lift nested functions → flatten containers → resolve names
-          → lower control flow → A-normal form → split tuples
+    fence → positional parameters → lift nested functions → flatten containers → split dict records
+          → resolve names → lower control flow → lower comprehensions → lower sequences → A-normal form
+          → split tuples
 
     >>> def f(x):
     ...     return x * x + 1.0
@@ -31,7 +32,7 @@ from .custom import custom_jvp, custom_vjp
 from .errors import S2SError, UnsupportedError
 from .frontend import Source, parse, wrap_call
 from .naming import Namer
-from .passes import anf, control_flow, fence, flatten, lift, params, resolve, tuples
+from .passes import anf, comprehensions, control_flow, fence, flatten, lift, params, records, resolve, sequences, tuples
 
 __all__ = ["Program", "Function"]
 
@@ -182,10 +183,12 @@ class Program:
         if structures:
             names = [a.id for a in node.args.args]
             flatten.flatten(node, {names[k]: t for k, t in structures.items()}, namer, src)
-        locals_ = lift.local_names(node)
         for step, run in (
-            ("resolve", lambda n: resolve.resolve(src, n, locals_, self)),
+            ("dict records", lambda n: records.lower(n, namer, src.unsupported)),
+            ("resolve", lambda n: resolve.resolve(src, n, lift.local_names(n), self)),
             ("control flow", lambda n: control_flow.lower(n, namer, src.unsupported)),
+            ("comprehensions", lambda n: comprehensions.lower(n, namer, src.unsupported)),
+            ("sequences", lambda n: sequences.lower(n, namer, src.unsupported)),
             ("A-normal form", lambda n: anf.normalize(n, namer, src.unsupported)),
             ("split tuples", lambda n: tuples.split(n, namer)),
         ):

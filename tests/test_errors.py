@@ -27,9 +27,9 @@ def assert_located(err, fn, lineno):
 # =========================================================================== unsupported syntax
 
 
-def uses_list_comprehension(x):
+def uses_set_comprehension(x):
     s = 0.0
-    ys = [v * 2.0 for v in x]  # <- construct
+    ys = {v * 2.0 for v in x}  # <- construct
     for y in ys:
         s = s + y
     return s
@@ -49,9 +49,9 @@ def uses_try(x):
     return np.sum(y)
 
 
-def uses_dict_literal(x):
-    d = {"w": x}  # <- construct
-    return np.sum(x * 2.0) + len(d)
+def uses_dict_as_value(x):
+    d = {"w": x}
+    return np.sum(d) * 2.0  # <- construct
 
 
 def uses_lambda(x):
@@ -64,10 +64,10 @@ def uses_star_args(x, *rest):
 
 
 SYNTAX = [
-    (uses_list_comprehension, "list comprehension"),
+    (uses_set_comprehension, "set comprehension"),
     (uses_with, "`with`"),
     (uses_try, "`try`"),
-    (uses_dict_literal, "dict literal"),
+    (uses_dict_as_value, "the dict `d` as a value"),
     (uses_lambda, "lambda"),
 ]
 
@@ -93,7 +93,7 @@ def test_unsupported_star_args(target):
 
 
 def unsupported_in_helper(y):
-    return sum([v for v in y])  # <- construct
+    return sum({v for v in y})  # <- construct
 
 
 def calls_bad_helper(x):
@@ -103,7 +103,7 @@ def calls_bad_helper(x):
 def test_unsupported_syntax_in_called_function_points_at_its_line():
     with pytest.raises(UnsupportedError) as info:
         s2s.grad(calls_bad_helper, target="python")(X)
-    assert "list comprehension" in str(info.value)
+    assert "set comprehension" in str(info.value)
     assert_located(info.value, unsupported_in_helper, line_of(unsupported_in_helper, "<- construct"))
 
 

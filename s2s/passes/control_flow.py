@@ -2,7 +2,9 @@
 
 Rewrites, in order:
 
-* ``for v in x`` / ``enumerate(x)`` / ``zip(x, y)`` become ``for`` loops over
+* ``for v in x`` / ``enumerate(x)`` / ``zip(x, y)`` (nested to any depth,
+  over ``range`` and ``reversed`` too, unpacked into nested targets:
+  ``for i, (a, b) in enumerate(zip(w, x))``) become ``for`` loops over
   ``range`` that index the sequences; a loop variable the body reassigns is
   copied from a fresh index.
 * ``while test:`` becomes ``_c = test`` / ``while _c:`` with the test
@@ -47,7 +49,7 @@ import gast
 
 from ..astutil import assign, attr_chain, call, const, located, name, names_read, names_written
 
-__all__ = ["lower"]
+__all__ = ["lower", "iterable"]
 
 
 #: Runtime helpers that return a ``range`` (generated adjoint loops run backwards over them).
@@ -58,6 +60,25 @@ def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Lower the control flow of ``fn`` in place; ``unsupported(what, node)`` builds errors."""
     _Lowering(namer, unsupported).function(fn)
     return fn
+
+
+def iterable(it, target, namer, unsupported, where):
+    """How a loop runs over ``it``: (statements computing it once, trip count, statements at an index).
+
+    The last is a function of the index (a gast expression) returning the
+    assignments of the item there to ``target``:
+
+        >>> from s2s.naming import Namer
+        >>> from s2s.astutil import to_source
+        >>> it, target = gast.parse("enumerate(zip(a, b))", mode="eval").body, gast.parse("i, (u, v) = 0").body[0]
+        >>> pre, count, at = iterable(it, target.targets[0], Namer({"a", "b"}), None, None)
+        >>> to_source(count), [to_source(s) for s in at(name("k"))]
+        ('min(len(a), len(b))', ['i = k', 'u = a[k]', 'v = b[k]'])
+    """
+    lowering = _Lowering(namer, unsupported)
+    pre: list = []
+    count, item = lowering._iterable(it, pre, where)
+    return pre, count, lambda k: [located(s, where) for s in lowering._unpack(target, item(k), where)]
 
 
 def _contains(stmts, kinds, loops: bool) -> bool:
@@ -252,39 +273,84 @@ class _Lowering:
                 target, head = name(index, store=True), [located(assign(s.target.id, name(index)), s)]
             return pre, target, it, head
 
-        def sequence(expr):
-            if isinstance(expr, gast.Name):
-                return expr
-            seq = self.namer.temp("_seq")
-            pre.append(located(assign(seq, expr), s))
-            return name(seq)
-
         index = self.namer.temp("_i")
-        if fn == "enumerate":
-            if not (isinstance(s.target, gast.Tuple) and len(s.target.elts) == 2) or len(it.args) != 1:
-                raise self.unsupported("this form of `enumerate`", s, )
-            seq = sequence(it.args[0])
-            count, item = s.target.elts
-            head = [assign(count, name(index)), assign(item, gast.Subscript(value=seq, slice=name(index),
-                                                                             ctx=gast.Load()))]
-            bound = call("len", seq)
-        elif fn == "zip":
-            if not (isinstance(s.target, gast.Tuple) and len(s.target.elts) == len(it.args)):
-                raise self.unsupported("this form of `zip`", s)
-            seqs = [sequence(a) for a in it.args]
-            head = [assign(t, gast.Subscript(value=q, slice=name(index), ctx=gast.Load()))
-                    for t, q in zip(s.target.elts, seqs)]
-            bound = call("len", seqs[0])
-            for q in seqs[1:]:
-                bound = call("min", bound, call("len", q))
-        elif isinstance(it, gast.Call) and fn is not None and fn not in ("range",):
-            raise self.unsupported(f"a `for` loop over `{fn}(...)`", s)
-        else:
-            seq = sequence(it)
-            head = [assign(s.target, gast.Subscript(value=seq, slice=name(index), ctx=gast.Load()))]
-            bound = call("len", seq)
-        head = [located(h, s) for h in head]
+        bound, item = self._iterable(it, pre, s)
+        head = [located(h, s) for h in self._unpack(s.target, item(name(index)), s)]
         return pre, name(index, store=True), located(call("range", bound), s), head
+
+    def _once(self, expr, pre, s, hint: str):
+        """``expr`` as a name or literal, computed once before the loop."""
+        if isinstance(expr, (gast.Name, gast.Constant)):
+            return expr
+        tmp = self.namer.temp(hint)
+        pre.append(located(assign(tmp, expr), s))
+        return name(tmp)
+
+    def _iterable(self, it, pre, s):
+        """(trip count, item at an index) of the iterable ``it``; nested ``enumerate``/``zip`` included."""
+        fn = it.func.id if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) else None
+        if fn in ("range", "enumerate", "zip", "reversed") and it.keywords and fn != "enumerate":
+            raise self.unsupported(f"keyword arguments of `{fn}` in a `for` loop", s)
+        if fn == "range":
+            if not 1 <= len(it.args) <= 3:
+                raise self.unsupported("this form of `range`", s)
+            args = [self._once(a, pre, s, "_r") for a in it.args]
+            start, step = (const(0), const(1)) if len(args) == 1 else (args[0], args[2] if len(args) == 3
+                                                                        else const(1))
+
+            def item(k):
+                scaled = k if isinstance(step, gast.Constant) and step.value == 1 \
+                    else gast.BinOp(left=k, op=gast.Mult(), right=copy.deepcopy(step))
+                if isinstance(start, gast.Constant) and start.value == 0:
+                    return scaled
+                return gast.BinOp(left=copy.deepcopy(start), op=gast.Add(), right=scaled)
+
+            return call("len", call("range", *copy.deepcopy(args))), item
+        if fn == "enumerate":
+            starts = [k.value for k in it.keywords if k.arg == "start"] + it.args[1:]
+            if len(it.args) not in (1, 2) or len(starts) > 1 or any(k.arg != "start" for k in it.keywords):
+                raise self.unsupported("this form of `enumerate`", s)
+            start = self._once(starts[0], pre, s, "_r") if starts else const(0)
+            bound, inner = self._iterable(it.args[0], pre, s)
+
+            def item(k):
+                count = k if isinstance(start, gast.Constant) and start.value == 0 \
+                    else gast.BinOp(left=copy.deepcopy(start), op=gast.Add(), right=k)
+                return gast.Tuple(elts=[count, inner(copy.deepcopy(k))], ctx=gast.Load())
+
+            return bound, item
+        if fn == "zip":
+            if not it.args:
+                raise self.unsupported("`zip()` of nothing", s)
+            parts = [self._iterable(a, pre, s) for a in it.args]
+            bound = parts[0][0]
+            for other, _ in parts[1:]:
+                bound = call("min", bound, other)
+            return bound, lambda k: gast.Tuple(elts=[inner(copy.deepcopy(k)) for _, inner in parts],
+                                               ctx=gast.Load())
+        if fn == "reversed":
+            if len(it.args) != 1:
+                raise self.unsupported("this form of `reversed`", s)
+            bound, inner = self._iterable(it.args[0], pre, s)
+            bound = self._once(bound, pre, s, "_n")
+
+            def item(k):
+                last = gast.BinOp(left=copy.deepcopy(bound), op=gast.Sub(), right=const(1))
+                return inner(gast.BinOp(left=last, op=gast.Sub(), right=k))
+
+            return bound, item
+        if isinstance(it, gast.Call) and fn is not None:
+            raise self.unsupported(f"a `for` loop over `{fn}(...)`", s)
+        seq = self._once(it, pre, s, "_seq")
+        return call("len", seq), lambda k: gast.Subscript(value=copy.deepcopy(seq), slice=k, ctx=gast.Load())
+
+    def _unpack(self, target, item, s) -> list:
+        """Assignments of ``item`` to the loop target ``target``, tuples matched item by item."""
+        if isinstance(target, (gast.Tuple, gast.List)) and isinstance(item, gast.Tuple):
+            if len(target.elts) != len(item.elts):
+                raise self.unsupported(f"unpacking {len(item.elts)} values into {len(target.elts)} names", s)
+            return [a for t, v in zip(target.elts, item.elts) for a in self._unpack(t, v, s)]
+        return [assign(target, item)]
 
     def while_loop(self, s: gast.While) -> list:
         body, loop = self._body(s.body, s)

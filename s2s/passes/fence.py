@@ -6,16 +6,18 @@ subscripts and tuples), augmented assignments, ``if``/``elif``/``else``,
 ``for`` (over ``range``, arrays, ``enumerate``, ``zip``), ``while``,
 ``break``, ``continue``, ``return`` anywhere, nested ``def``, ``assert``,
 ``raise``, ``pass``; expressions of arithmetic, comparisons, ``and``/``or``/
-``not``, conditional expressions, calls, indexing, slicing, tuples and lists.
+``not``, conditional expressions, calls, indexing, slicing, tuples, lists,
+dict literals (lowered by ``records``), list comprehensions and generator
+expressions (lowered by ``comprehensions``).
 
     >>> from s2s.frontend import parse
     >>> def f(x):
-    ...     return [v for v in x]
+    ...     return {v for v in x}
     >>> try:
     ...     check(parse(f))
     ... except Exception as err:
     ...     print(err.construct)
-    a list comprehension
+    a set comprehension
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ _STATEMENTS = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.If, gast.For, g
                gast.Continue, gast.Return, gast.Expr, gast.Pass, gast.FunctionDef, gast.Assert, gast.Raise)
 
 _EXPRESSIONS = (gast.BoolOp, gast.BinOp, gast.UnaryOp, gast.IfExp, gast.Compare, gast.Call, gast.Constant,
-                gast.Attribute, gast.Subscript, gast.Name, gast.Tuple, gast.List, gast.Slice)
+                gast.Attribute, gast.Subscript, gast.Name, gast.Tuple, gast.List, gast.Slice, gast.Dict,
+                gast.ListComp, gast.GeneratorExp)
 
 _NAMES = {
-    gast.ListComp: "a list comprehension", gast.SetComp: "a set comprehension",
-    gast.DictComp: "a dict comprehension", gast.GeneratorExp: "a generator expression",
-    gast.Lambda: "a lambda inside a function", gast.Dict: "a dict literal", gast.Set: "a set literal",
+    gast.SetComp: "a set comprehension", gast.DictComp: "a dict comprehension",
+    gast.Lambda: "a lambda inside a function", gast.Set: "a set literal",
     gast.Yield: "`yield`", gast.YieldFrom: "`yield from`", gast.Await: "`await`",
     gast.JoinedStr: "an f-string", gast.Starred: "a starred expression", gast.NamedExpr: "`:=`",
     gast.With: "a `with` statement", gast.Try: "a `try` statement", gast.Global: "`global`",
@@ -119,5 +121,9 @@ def _check_expr(src: Source, s, expr) -> None:
             for kw in node.keywords:
                 if kw.arg is None:
                     raise src.unsupported("a `**` argument", s)
+        if isinstance(node, gast.comprehension) and node.is_async:
+            raise src.unsupported("an `async for` comprehension", s)
+        if isinstance(node, gast.Dict) and any(k is None for k in node.keys):
+            raise src.unsupported("`**` inside a dict literal", s)
         if isinstance(node, gast.Constant) and isinstance(node.value, (complex, bytes)):
             raise src.unsupported(f"a {type(node.value).__name__} literal", s)

@@ -88,23 +88,33 @@ class _Placeholder:
         self.k = k
 
 
+def _string_keyed(node) -> bool:
+    return isinstance(node, gast.Dict) and all(isinstance(k, gast.Constant) and isinstance(k.value, str)
+                                               for k in node.keys)
+
+
 def _literal_tree(node):
-    """A value with the structure of a tuple literal ``node`` (its elements as 0.0), or None if not one."""
+    """A value with the structure of a tuple or string-keyed dict literal ``node`` (leaves 0.0), or None."""
     if isinstance(node, gast.Tuple):
         if any(isinstance(e, gast.Starred) for e in node.elts):
             return None
         return tuple(0.0 if _literal_tree(e) is None else _literal_tree(e) for e in node.elts)
+    if _string_keyed(node):
+        return {k.value: 0.0 if _literal_tree(v) is None else _literal_tree(v) for k, v in zip(node.keys, node.values)}
     return None
 
 
 def _literal_leaves(node) -> list:
     if isinstance(node, gast.Tuple):
         return [leaf for e in node.elts for leaf in _literal_leaves(e)]
+    if _string_keyed(node):  # in key order, as tree_flatten orders a dict
+        return [leaf for _, v in sorted(zip([k.value for k in node.keys], node.values), key=lambda kv: kv[0])
+                for leaf in _literal_leaves(v)]
     return [node]
 
 
 def flatten_literal_args(call: gast.Call, structures: dict | None) -> dict:
-    """Pass the tuple literals among ``call``'s arguments as their elements; return the structures it receives.
+    """Pass the tuple (and dict) literals among ``call``'s arguments as their leaves; return the structures it receives.
 
     ``f((x, y), z)`` becomes ``f(x, y, z)`` calling the copy of ``f`` whose
     first parameter is flattened (``structures`` already known are kept).
@@ -159,10 +169,10 @@ class _Rewrite(gast.NodeTransformer):
             self.stmt = node
         return super().visit(node)
 
-    def error(self, what: str):
+    def error(self, what: str, hint: str = ""):
         if self.src is None:
             return ValueError(what)
-        return self.src.unsupported(what, self.stmt)
+        return self.src.unsupported(what, self.stmt, hint=hint)
 
     def tree_of(self, node) -> _Tree | None:
         """The tree ``node`` denotes (a container parameter or a literal selection from one), or None."""
@@ -209,6 +219,9 @@ class _Rewrite(gast.NodeTransformer):
     def visit_Subscript(self, node):
         tree = self.tree_of(node)
         if tree is not None:
+            if isinstance(node.ctx, gast.Store):  # the caller would see the container change
+                raise self.error("replacing an item of a container argument",
+                                 hint="build a new container, or write into the item's array in place")
             return self._value(tree)
         return self.generic_visit(node)
 

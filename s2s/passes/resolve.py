@@ -164,7 +164,7 @@ class _Resolver(gast.NodeTransformer):
             fn = self.program.function_of(func.id)
             if is_user_function(fn):
                 self._bind(node, fn)
-            if fn is not None and any(isinstance(a, gast.Tuple) for a in node.args):  # the copy taking leaves
+            if fn is not None and any(isinstance(a, (gast.Tuple, gast.Dict)) for a in node.args):  # leaves
                 node.func = located(self.callee(fn, node), func)
             return node
         if isinstance(func, gast.Call):

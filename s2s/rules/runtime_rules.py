@@ -127,3 +127,7 @@ deffacts("g, x, z, ord, axis, keepdims", rt.norm_vjp, fresh=True)
 deffacts("a_dot, a, axis, keepdims", rt.prod_jvp)
 deffacts("x_dot, x, z, ord, axis, keepdims", rt.norm_jvp)
 deffacts("*arrays", rt.same_shape)
+# ------------------------------------------------------------- Python sequences
+defnondiff("first, n", rt.zeros_stack)
+defrule(rt.last_item, "item, index, length", nondiff=("index", "length"),
+        jvp="rt.last_item(item_dot, index, length)", vjp="z_adj")
