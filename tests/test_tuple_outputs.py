@@ -102,14 +102,3 @@ def test_hessian_vector_product_of_an_mlp_through_a_tuple_gradient():
     np.testing.assert_allclose(h1, (plus[0] - minus[0]) / (2 * eps), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(h2, (plus[1] - minus[1]) / (2 * eps), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(g1, numerical_grad(mlp, (w1, w2, x, y), 0), rtol=1e-6)
-
-
-def tuple_and_aux(x):
-    return (x * 2.0, np.sum(x * x)), np.sum(x)
-
-
-def test_jacrev_with_aux_and_a_tuple_output():
-    jac, aux = s2s.jacrev(tuple_and_aux, has_aux=True)(X)
-    assert aux == pytest.approx(float(np.sum(X)))
-    np.testing.assert_allclose(jac[0], 2.0 * np.eye(3))
-    np.testing.assert_allclose(jac[1], 2.0 * X, rtol=1e-12)
