@@ -342,3 +342,38 @@ def test_hessian_of_a_while_and_a_break_in_a_for():
     expected = np.zeros((4, 4))
     expected[0, 0] = 6.0 * X[0]  # the Hessian of s * s * x[0] + x[0] ** 3 in x
     np.testing.assert_allclose(s2s.hessian(while_and_break_in_a_for)(X, 0.4), expected, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- jacfwd: a scalar written into a slice
+
+
+def scalar_into_a_slice(x, s):
+    y = np.zeros(4)
+    y[1:3] = s * x[3]
+    return np.sum(y * x)
+
+
+@pytest.mark.xfail(strict=True, reason="open: vector-mode tangent of `y[a:b] = scalar` is not broadcast "
+                                       "(ValueError: could not broadcast (5,) into (5,2))")
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_jacfwd_of_a_scalar_written_into_a_slice(target):
+    jx, js = s2s.jacfwd(scalar_into_a_slice, argnums=(0, 1), target=target)(X, 0.4)
+    np.testing.assert_allclose(jx, numerical_grad(scalar_into_a_slice, (X, 0.4), 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(js, numerical_grad(scalar_into_a_slice, (X, 0.4), 1), rtol=1e-6, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- hessian: an in-place slice update
+
+
+def slice_update(x):
+    y = np.copy(x)
+    y[0:3] += np.maximum(x[1:4], y[0])
+    return np.sum(y * y)
+
+
+@pytest.mark.xfail(strict=True, reason="open: hessian refuses it: `writing into y while _t1, which shares its "
+                                       "memory, is read later` (a generated temporary of the gradient)")
+def test_hessian_of_an_in_place_slice_update():
+    # at X: y = [x0 + x0, x1 + x2, x2 + x0, x3], so f = 4 x0^2 + (x1 + x2)^2 + (x2 + x0)^2 + x3^2
+    expected = np.array([[10.0, 0, 2, 0], [0, 2, 2, 0], [2, 2, 4, 0], [0, 0, 0, 2]])
+    np.testing.assert_allclose(s2s.hessian(slice_update, target="python")(X), expected, rtol=1e-12, atol=1e-12)
