@@ -821,10 +821,6 @@ class KnownBug:
 
 
 KNOWN_BUGS: tuple = (
-    KnownBug("test_hessian_of_a_while_and_a_break_in_a_for", r"^hessian .*raised CompileError",
-             r"getitem\(range_state_int64, int64\)"),
-    KnownBug("test_jacfwd_of_a_scalar_written_into_a_slice", r"^jacfwd .*raised ValueError",
-             r"could not broadcast|cannot assign slice", "slice-assign-scalar"),
     KnownBug("test_hessian_of_an_in_place_slice_update", r"^hessian .*raised UnsupportedError",
              r"which shares its memory, is read later"),
 )

@@ -336,8 +336,6 @@ def while_and_break_in_a_for(x, s):
     return s * s * x[0] + x[0] ** 3
 
 
-@pytest.mark.xfail(strict=True, reason="open: CompileError getitem(range_state_int64, int64) in the generated "
-                                       "gradient differentiated again (issue 10, like the triangular loop)")
 def test_hessian_of_a_while_and_a_break_in_a_for():
     expected = np.zeros((4, 4))
     expected[0, 0] = 6.0 * X[0]  # the Hessian of s * s * x[0] + x[0] ** 3 in x
@@ -353,8 +351,6 @@ def scalar_into_a_slice(x, s):
     return np.sum(y * x)
 
 
-@pytest.mark.xfail(strict=True, reason="open: vector-mode tangent of `y[a:b] = scalar` is not broadcast "
-                                       "(ValueError: could not broadcast (5,) into (5,2))")
 @pytest.mark.parametrize("target", ["cpu", "python"])
 def test_jacfwd_of_a_scalar_written_into_a_slice(target):
     jx, js = s2s.jacfwd(scalar_into_a_slice, argnums=(0, 1), target=target)(X, 0.4)
