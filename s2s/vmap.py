@@ -59,8 +59,10 @@ class Vmapped:
         self._entries: dict = {}
         self._shapes: dict = {}  # id(entry) -> (an example output, the example arguments)
         inner_target = "python" if target == "python" else "cpu"
-        self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else \
-            jit(fn, target=inner_target, fast_math=target != "cuda")  # a CUDA kernel keeps the device's math
+        self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else jit(fn, target=inner_target)
+        if target == "cuda" and isinstance(self.inner, Transformed) and self.inner.fast_math:
+            inner = self.inner  # a CUDA kernel keeps the device's math: the per-example code without rt.vm
+            self.inner = Transformed(inner.fn, inner.transform, inner.argnums, inner.has_aux, inner.target, False)
 
     def __reduce__(self):
         # pickled by reference to the function and the options, like a Transformed (workers load from the cache)
