@@ -59,8 +59,9 @@ class Vmapped:
         self._entries: dict = {}
         self._shapes: dict = {}  # id(entry) -> (an example output, the example arguments)
         inner_target = "python" if target == "python" else "cpu"
-        self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else \
-            jit(fn, target=inner_target, fast_math=target != "cuda")  # a CUDA kernel keeps the device's math
+        self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else jit(fn, target=inner_target)
+        if target == "cuda":  # a CUDA kernel keeps the device's math: the per-example code without rt.vm
+            self.inner = _without_vector_math(self.inner)
 
     def __reduce__(self):
         # pickled by reference to the function and the options, like a Transformed (workers load from the cache)
@@ -256,6 +257,17 @@ def _pick(leaf, axis):
         part = leaf if axis is None else leaf[(slice(None),) * axis + (0,)]
         return part.copy_to_host() if is_device_array(part) else part
     return leaf if axis is None else np.take(leaf, 0, axis=axis)
+
+
+def _without_vector_math(inner):
+    """``inner`` (a transform, or a CPU vmap of one) rebuilt with ``fast_math=False``."""
+    if isinstance(inner, Transformed) and inner.fast_math:
+        return Transformed(inner.fn, inner.transform, inner.argnums, inner.has_aux, inner.target, False)
+    if isinstance(inner, Vmapped) and inner.target != "cuda":
+        exact = Vmapped(inner.fn, inner.in_axes, inner.out_axes, inner.target)
+        exact.inner = _without_vector_math(exact.inner)
+        return exact
+    return inner
 
 
 def _check_with_device_arrays(value, name: str, position: int):

@@ -125,5 +125,10 @@ def test_sums_are_accurate_and_deterministic():
 
 
 def test_cuda_vmap_keeps_device_math():
+    """The per-example code of a CUDA kernel is built without rt.vm (a user's s2s.grad included)."""
     assert s2s.vmap(np.tanh, target="cuda").inner.fast_math is False
     assert s2s.vmap(np.tanh).inner.fast_math is True
+    batched = s2s.vmap(s2s.grad(lambda p: np.sum(np.exp(p) * np.tanh(p))), target="cuda")
+    assert batched.inner.fast_math is False
+    source = batched.source(np.ones((4, 2)))
+    assert "rt.vm" not in source and "math.exp(p_i)" in source

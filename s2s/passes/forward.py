@@ -19,7 +19,7 @@ applied to each slice in a loop (``for k in range(K): z_dot[k] = ...``).
     >>> def f(x):
     ...     y = np.sin(x) * x
     ...     return y
-    >>> print(Builder(f, "jvp", 0).source((numba.float64,)).split("def f_jvp")[1].strip())
+    >>> print(Builder(f, "jvp", 0, fast_math=False).source((numba.float64,)).split("def f_jvp")[1].strip())
     (x, x_dot):
         _t1 = np.sin(x)
         _t1_dot = x_dot * np.cos(x)

@@ -26,7 +26,7 @@ which recomputes the callee's forward sweep (Tapenade's joint mode).
     ...     for i in range(3):
     ...         x = np.sin(x) * x
     ...     return x
-    >>> print(Builder(f, "grad", 0).source((numba.float64,)).split("@numba.njit")[-1].strip())
+    >>> print(Builder(f, "grad", 0, fast_math=False).source((numba.float64,)).split("numpy')")[-1].strip())
     def f_grad(x):
         _t1_tape = np.empty(0, np.float64)
         _t1_tape_top = 0
