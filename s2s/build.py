@@ -184,7 +184,8 @@ class Builder:
             primals.append(node)
         functions = primals + generator.functions
         if self.vector_math:
-            functions = [vector_math.vector_math(f) for f in functions]
+            scalars = _float_scalars(typed)
+            functions = [vector_math.vector_math(f, scalars) for f in functions]
         indexes = any(isinstance(n, gast.Subscript) for f in program.functions.values() for n in gast.walk(f.node))
         sig = ", ".join(str(t) for t in arg_types)
         header = (f"s2s {__version__}: {self.transform} of {root.src.name}"

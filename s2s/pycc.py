@@ -7,9 +7,10 @@ LAPACK (``@``, ``np.dot``, ``np.linalg``, and the adjoints of products):
 Numba reaches those through ``scipy.linalg.cython_blas`` and
 ``cython_lapack`` at run time, and a call without SciPy would abort the
 interpreter. Such a module imports SciPy's modules when it is imported and
-raises ``ImportError`` naming SciPy where they cannot be imported::
+raises ``ImportError`` naming SciPy where they cannot be imported (here
+a build of ``x @ w``, where SciPy is missing)::
 
-    >>> import model_grad          # a build of `x @ w`, where SciPy is missing
+    import model_grad
     ImportError: model_grad calls BLAS through SciPy (scipy.linalg.cython_blas): pip install scipy
 """
 

@@ -23,6 +23,7 @@ instruction already and stays.
 from __future__ import annotations
 
 import os
+import re
 
 import gast
 
@@ -52,16 +53,42 @@ def _spelling(node) -> str:
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else ""
 
 
+_FUSED_INDEX = re.compile(r"^_i\d*$")  # the element loops of the fusion pass
+
+
 class _Calls(gast.NodeTransformer):
+    def __init__(self, scalars):
+        self.scalars = scalars
+        self.in_fused_loop = False
+
+    def visit_For(self, node):
+        fused = isinstance(node.target, gast.Name) and bool(_FUSED_INDEX.match(node.target.id))
+        outer, self.in_fused_loop = self.in_fused_loop, self.in_fused_loop or fused
+        self.generic_visit(node)
+        self.in_fused_loop = outer
+        return node
+
     def visit_Call(self, node):
         self.generic_visit(node)
         replacement = _CALLS.get(_spelling(node.func))
         if replacement and len(node.args) == 1 and not node.keywords \
-                and not isinstance(node.args[0], gast.Starred):
+                and not isinstance(node.args[0], gast.Starred) and not self._lone_scalar(node.args[0]):
             node.func = dotted(f"rt.vm.{replacement}")
         return node
 
+    def _lone_scalar(self, arg) -> bool:
+        """A call on float scalars outside an element loop: no loop to vectorise, only compile time to spend."""
+        if self.in_fused_loop:
+            return False
+        names = [n.id for n in gast.walk(arg) if isinstance(n, gast.Name)]
+        return all(n in self.scalars for n in names)
 
-def vector_math(fn: gast.FunctionDef) -> gast.FunctionDef:
-    """``fn`` calling :mod:`s2s_runtime.vmath` for NumPy's and ``math``'s elementary functions (in place)."""
-    return _Calls().visit(fn)
+
+def vector_math(fn: gast.FunctionDef, scalars=frozenset()) -> gast.FunctionDef:
+    """``fn`` calling :mod:`s2s_runtime.vmath` for NumPy's and ``math``'s elementary functions (in place).
+
+    Calls in the fusion pass's element loops and calls on arrays change; a
+    call whose operands are all names in ``scalars`` (float scalars) outside
+    such a loop keeps libm, as a lone scalar call gains nothing from SIMD.
+    """
+    return _Calls(scalars).visit(fn)
