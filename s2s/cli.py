@@ -98,8 +98,54 @@ def cmd_show(args) -> int:
     fn, _ = load_function(args.function)
     types = parse_signature(args.signature)
     builder = _builder(fn, _transform(args), _argnums(args.argnums), args.target)
+    if args.timings:
+        print(timings(builder, types))
+        return 0
     print(builder.module(types).source)
     return 0
+
+
+def timings(builder, types: tuple) -> str:
+    """Where the first call's time goes: s2s's passes, then Numba compiling the generated module.
+
+    Each Numba compilation is counted and named (the generated functions and
+    the runtime helpers and NumPy implementations they reach), so a stray
+    one (string formatting, say) shows.
+    """
+    import time
+
+    from numba.core import event
+
+    from .backend import load
+
+    compiled = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+        def on_end(self, ev):
+            pass
+
+    start = time.perf_counter()
+    program = builder.program()
+    normalised = time.perf_counter()
+    module = builder.module(types, program)
+    generated = time.perf_counter()
+    listener = Count()
+    event.register("numba:compile", listener)
+    try:
+        load(module)[module.entry].compile(types)
+    finally:
+        event.unregister("numba:compile", listener)
+    done = time.perf_counter()
+    rows = [("read and normalise (frontend, normalising passes)", normalised - start),
+            ("types (Numba's inference), transform, simplify, fuse, codegen", generated - normalised),
+            (f"Numba: compile {len(compiled)} functions", done - generated),
+            ("total", done - start)]
+    lines = [f"{label:66} {seconds * 1e3:9.1f} ms" for label, seconds in rows]
+    lines.append("compiled: " + ", ".join(compiled))
+    return "\n".join(lines)
 
 
 def cmd_build(args) -> int:
@@ -161,6 +207,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("function", help="FILE.py:FUNCTION or MODULE:FUNCTION")
     show.add_argument("--signature", required=True, help='Numba argument types, e.g. "f8[:], f8[:, :], f8"')
     show.add_argument("--target", default="cpu", choices=["cpu", "python"])
+    show.add_argument("--timings", action="store_true",
+                      help="instead of the source: the time of s2s's passes and of Numba's compile, and what it "
+                           "compiles")
     transform_options(show)
     show.set_defaults(run=cmd_show)
 

@@ -88,6 +88,19 @@ def test_show_prints_the_generated_gradient(cli):
     assert not (cli.cache / "v1").exists() or not any((cli.cache / "v1").rglob("meta.json"))  # show builds nothing
 
 
+def test_show_timings_breaks_the_first_call_down(cli):
+    done = cli("show", "model.py:f", "--grad", "--signature", "f8[:]", "--timings")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split("  ")[0] for line in lines[:4]] == [
+        "read and normalise (frontend, normalising passes)",
+        "types (Numba's inference), transform, simplify, fuse, codegen",
+        re.search(r"^Numba: compile \d+ functions", lines[2]).group(0), "total"]
+    assert all(line.rstrip().endswith(" ms") for line in lines[:4])
+    compiled = lines[4].removeprefix("compiled: ").split(", ")
+    assert "f_grad" in compiled and len(compiled) == int(lines[2].split()[2])
+
+
 def test_show_other_transforms_and_argnums(cli):
     done = cli("show", str(cli.folder / "model.py") + ":g", "--value-and-grad", "--argnums", "0,1",
                "--signature", "f8[:], f8")
