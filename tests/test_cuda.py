@@ -243,7 +243,9 @@ def test_cuda_vmap_of_vmap():
 @cuda_only
 @pytest.mark.parametrize("fn, marker, construct", [
     (growing_tape, "tape", "a tape that grows while a loop runs (`rt.reserve`)"),
-    (temporary, "temporary", "array arithmetic"),
+    # refused for its array temporary; the fusion pass now also fuses the adjoints' zero fills under a shape
+    # guard, so the first reason found is that the gradient's output is not one fresh allocation
+    (temporary, "temporary", ("array arithmetic", "a per-example output that is not a fresh array")),
     (no_such_function, "dot", "`np.dot`"),
 ])
 def test_cuda_body_that_allocates_is_a_located_error(fn, marker, construct):
@@ -251,7 +253,7 @@ def test_cuda_body_that_allocates_is_a_located_error(fn, marker, construct):
     with pytest.raises(UnsupportedError) as info:
         s2s.vmap(transform, target="cuda")(P)
     error = info.value
-    assert error.construct.startswith(construct), error.construct
+    assert error.construct.startswith(construct if isinstance(construct, tuple) else (construct,)), error.construct
     assert error.filename == __file__ and error.lineno == line_of(fn, marker)
     assert "in a CUDA kernel is not supported" in str(error) and "generated code:" in str(error)
 

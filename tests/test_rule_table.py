@@ -338,6 +338,20 @@ for _fn in (rt.reserve, rt.reversed_range, rt.reversed_steps):
 for _fn in (rt.basis, rt.unit_cotangent, rt.batch_like, rt.contract, rt.jacobian, rt.jacobian_rows):
     COVERED_ELSEWHERE[_fn] = "Jacobian assembly of jacfwd/jacrev: tests/test_higher_order.py and test_api.py"
 
+for _fn in (np.take, np.take_along_axis, np.real, rt.array_vjp, rt.flatten, rt.group_sum, rt.last_write,
+            rt.take_vjp, rt.take_along_axis_vjp):
+    COVERED_ELSEWHERE[_fn] = "indexing and copies: tests/test_indexing.py (grad, jacfwd, hessian against differences)"
+for _name in ("arccos", "arcsin", "arctan", "cbrt", "cos", "cosh", "exp", "exp2", "expm1", "log", "log10", "log1p",
+              "log2", "logistic", "reduce_add", "sin", "sinh", "sqrt", "sum", "tan", "tanh"):
+    COVERED_ELSEWHERE[getattr(rt.vm, _name)] = ("vector math: NumPy's rules under the runtime's names; "
+                                               "tests/test_vector_codegen.py differentiates code calling them")
+COVERED_ELSEWHERE[rt.zero_cotangent] = "jacrev of tuple outputs: tests/test_tuple_outputs.py"
+for _fn in (rt.zeros_stack, rt.last_item):
+    COVERED_ELSEWHERE[_fn] = "comprehensions and tuples indexed at run time: tests/test_language.py"
+for _fn in (rt.assign_into, rt.norm_jvp, rt.norm_vjp, rt.prod_jvp, rt.prod_vjp, rt.same_shape, rt.solve_vjp_a,
+            rt.solve_vjp_b):
+    COVERED_ELSEWHERE[_fn] = "facts only (purity, freshness), no derivative: differentiating it raises NoRuleError"
+
 #: Rules whose second order s2s cannot do yet: it must raise NoRuleError (never a wrong number).
 SECOND_ORDER_GAPS = {
     np.prod: "rt.prod_vjp has no rule (its derivative in `a` needs products leaving out two factors)",
