@@ -24,6 +24,10 @@ def chain(x):
     return np.sum(np.tanh(x) * np.log1p(x * x) + np.arctan(x))
 
 
+def powers(x, p):
+    return np.sum(np.abs(x) ** p + 2.0 ** x)
+
+
 RNG = np.random.default_rng(12)
 X = RNG.normal(size=1001)
 T = RNG.normal(size=1001)
@@ -75,6 +79,15 @@ def test_vector_math_gradients_against_finite_differences():
     assert_grads(chain, (x,))
     assert_grads(w5, (X[:30], T[:30]))
     assert_grads(lambda x: np.sum(np.sinh(x) + np.cosh(x) * np.exp2(x) + np.log10(x) * np.cbrt(x)), (x,))
+    assert_grads(powers, (x, 1.7))
+
+
+def test_powers_use_vector_math():
+    """``a ** b`` with a float exponent is ``rt.vm.power``; an integer literal exponent stays a product."""
+    source = s2s.source(s2s.grad(powers, argnums=(0, 1)), X, 1.5)
+    assert "rt.vm.power(" in source
+    assert "rt.vm.power" not in s2s.source(s2s.jit(w5), X, T)
+    np.testing.assert_allclose(s2s.jit(powers)(X, 1.5), powers(X, 1.5), rtol=1e-14)
 
 
 def test_second_order_through_vector_math():
@@ -107,6 +120,7 @@ def test_division_by_zero_gives_numpy_values():
     ("jit", w5, (X, T)),
     ("grad", w5, (X, T)),
     ("grad", chain, (X,)),
+    ("grad", powers, (X, 1.5)),
 ])
 def test_fused_loops_compile_to_vector_code(transform, fn, args):
     text = llvm_ir(getattr(s2s, transform)(fn), *args)

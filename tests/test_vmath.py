@@ -189,3 +189,73 @@ def test_polynomial_coefficients_fit_their_functions():
     ]
     for g, poly, high in fits:  # 5e-17: the coefficients' own rounding to doubles
         assert _max_fit_error(g, poly, high) < 5e-17
+
+
+@numba.njit(error_model="numpy")
+def _power_loop(x, y, out):
+    for i in range(x.size):
+        out[i] = vm.power(x[i], y[i])
+
+
+def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    _power_loop(x, y, out)
+    return out
+
+
+@pytest.mark.parametrize("domain", ["wide bases", "bases near one", "huge exponents", "integer exponents",
+                                    "subnormal results"])
+def test_power_within_two_ulp(domain):
+    """``y log|x|`` is carried in two doubles: exponents up to 1e4 near x = 1 still give 2 ulp."""
+    rng = np.random.default_rng(len(domain))
+    n = SAMPLES
+    x, y = {
+        "wide bases": (np.exp(rng.uniform(-700, 700, n)), rng.uniform(-1, 1, n)),
+        "bases near one": (1 + rng.uniform(-0.01, 0.01, n), rng.uniform(-2e4, 2e4, n)),
+        "huge exponents": (rng.uniform(0.5, 2, n), rng.uniform(-1000, 1000, n)),
+        "integer exponents": (rng.uniform(-30, 30, n), rng.integers(-200, 200, n).astype(float)),
+        "subnormal results": (rng.uniform(1e-3, 0.5, n), np.zeros(n)),
+    }[domain]
+    if domain == "subnormal results":  # exponents that land between 2**-1074 and 2**-1022
+        y = rng.uniform(-1070, -1000, n) * np.log(2) / np.log(x)
+    got = _power(x, y)
+    for xv, yv, g in zip(x, y, got):
+        exact = mp.power(mp.mpf(float(xv)), mp.mpf(float(yv)))
+        rounded = float(exact)
+        if not np.isfinite(rounded) or rounded == 0.0:
+            assert g == rounded, (xv, yv, g, rounded)
+            continue
+        unit = max(np.spacing(abs(rounded)), 5e-324)
+        assert float(abs(mp.mpf(float(g)) - exact) / unit) <= 2.0, f"vm.power({xv!r}, {yv!r}) = {g!r}, not {rounded!r}"
+
+
+def test_power_special_values_as_numpy():
+    values = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5, np.inf, -np.inf, np.nan,
+                       5e-324, -5e-324, 1e300, -1e300, 1e-300, 1024.0, -1075.0, 2.0 ** 53, 2.0 ** 53 + 2])
+    x, y = (a.ravel() for a in np.meshgrid(values, values))
+    got = _power(x, y)
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)
+    for xv, yv, g, w in zip(x, y, got, want):
+        if np.isnan(w) or not np.isfinite(w) or w == 0.0:
+            assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (xv, yv, g, w)
+        else:
+            assert abs(g - w) <= 2 * np.spacing(abs(w)), (xv, yv, g, w)
+
+
+def test_power_arrays_integers_and_float32():
+    x = np.linspace(0.1, 3.0, 7)
+    np.testing.assert_array_max_ulp(numba.njit(lambda a: vm.power(a, 2.5))(x), x ** 2.5, maxulp=2)
+    np.testing.assert_array_max_ulp(numba.njit(lambda a: vm.power(1.5, a))(x), 1.5 ** x, maxulp=2)
+    np.testing.assert_array_max_ulp(numba.njit(lambda a, b: vm.power(a, b))(x, x[::-1].copy()), x ** x[::-1],
+                                    maxulp=2)
+    assert numba.njit(lambda a, b: vm.power(a, b))(3, 4) == 81       # integers keep integer powers
+    f32 = numba.njit(lambda a: vm.power(a, np.float32(0.75)))(np.float32(2.0))
+    assert f32 == float(np.float32(2.0 ** 0.75))                        # rounded to float32 once
+    np.testing.assert_array_equal(vm.power(x, 2.5), np.power(x, 2.5))  # from Python: NumPy's own
+
+
+def test_power_loop_compiles_to_vector_code():
+    _power(np.ones(4), np.ones(4))
+    llvm_ir = _power_loop.inspect_llvm(_power_loop.signatures[0])
+    assert re.search(r"<(\d+) x double>", llvm_ir) and "vector.body" in llvm_ir

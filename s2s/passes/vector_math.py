@@ -15,9 +15,15 @@ device's math):
         return rt.vm.exp(-x) + rt.vm.log(x) + np.sqrt(x)
 
 ``np.sum(a)`` of a whole array becomes ``rt.vm.sum(a)``, which sums in
-vector lanes. Only one-argument calls without keywords change
-(``np.exp(x, out=y)``, ``np.sum(a, axis=0)`` stay); ``np.sqrt`` is one
-instruction already and stays.
+vector lanes. ``a ** b``, ``np.power(a, b)`` and ``math.pow(a, b)`` become
+``rt.vm.power(a, b)``, unless ``b`` is an integer literal (Numba multiplies
+those out). Only calls without keywords change (``np.exp(x, out=y)``,
+``np.sum(a, axis=0)`` stay); ``np.sqrt`` is one instruction already and stays.
+
+    >>> fn = gast.parse("def f(x, y):\\n    return x ** 2 + x ** y").body[0]
+    >>> print(to_source(vector_math(fn)).strip())
+    def f(x, y):
+        return x ** 2 + rt.vm.power(x, y)
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ _MATH = {"math.exp": "exp", "math.expm1": "expm1", "math.log2": "log2", "math.lo
          "math.log1p": "log1p", "math.tanh": "tanh", "math.sinh": "sinh", "math.cosh": "cosh", "math.atan": "arctan",
          "math.asin": "arcsin", "math.acos": "arccos", "math.cbrt": "cbrt", "math.sin": "sin",
          "math.cos": "cos", "math.tan": "tan"}
-_CALLS = {**FUNCTIONS, **_MATH, "math.log": "log", "np.sum": "sum"}
+_CALLS = {**FUNCTIONS, **_MATH, "math.log": "log", "np.sum": "sum", "math.pow": "power"}
 
 
 def exact_math_requested() -> bool:
@@ -71,16 +77,24 @@ class _Calls(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         replacement = _CALLS.get(_spelling(node.func))
-        if replacement and len(node.args) == 1 and not node.keywords \
-                and not isinstance(node.args[0], gast.Starred) and not self._lone_scalar(node.args[0]):
+        arity = 2 if replacement == "power" else 1
+        if replacement and len(node.args) == arity and not node.keywords \
+                and not any(isinstance(a, gast.Starred) for a in node.args) and not self._lone_scalar(*node.args):
             node.func = dotted(f"rt.vm.{replacement}")
         return node
 
-    def _lone_scalar(self, arg) -> bool:
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        integer_literal = isinstance(node.right, gast.Constant) and type(node.right.value) is int
+        if isinstance(node.op, gast.Pow) and not integer_literal and not self._lone_scalar(node.left, node.right):
+            return gast.Call(func=dotted("rt.vm.power"), args=[node.left, node.right], keywords=[])
+        return node
+
+    def _lone_scalar(self, *args) -> bool:
         """A call on float scalars outside an element loop: no loop to vectorise, only compile time to spend."""
         if self.in_fused_loop:
             return False
-        names = [n.id for n in gast.walk(arg) if isinstance(n, gast.Name)]
+        names = [n.id for a in args for n in gast.walk(a) if isinstance(n, gast.Name)]
         return all(n in self.scalars for n in names)
 
 
