@@ -71,6 +71,7 @@ from ..analysis.types import Typed, atom_type
 from ..astutil import assign, call, const, dotted, located, name, subst
 from ..errors import NoRuleError
 from ..rules import Rule, template
+from . import checkpoint
 
 __all__ = ["ReverseTransform", "Contribution"]
 
@@ -110,7 +111,7 @@ class ReverseTransform:
     """Builds the combined forward and adjoint sweeps of one typed function."""
 
     def __init__(self, typed: Typed, activity: Activity, namer, vjp_of_call, seed: gast.expr | None = None,
-                 tuple_seed: bool = False):
+                 tuple_seed: bool = False, tape_budget: int = 2 ** 62):
         self.typed = typed
         self.fn = typed.function
         self.activity = activity
@@ -128,6 +129,8 @@ class ReverseTransform:
         self.records: list[dict] = []  # push/pop pairs, decided by to_be_recorded
         self.reads: list[tuple[str, int, frozenset]] = []
         self.counter_tapes: set[str] = set()
+        self.tape_budget = tape_budget  # bytes for the snapshots of a checkpointed loop
+        self.snapshot_vars: set[str] = set()  # variables a checkpointed loop snapshots
 
     # ======================================================== analysis pass
     def analyse(self) -> None:
@@ -567,16 +570,22 @@ class ReverseTransform:
                 pre_rev.append(assign(count, call(gast.Attribute(value=name(tape), attr="pop", ctx=gast.Load()))))
         else:
             reversed_iter = self._reversed_range(start, stop, step)
+        push, pop = self._push_pop(s.target.id)
+        self.records.append(dict(vars={s.target.id}, stmt=s, push=push, pop=pop,
+                                 tape=self.namer.tape(s.target.id), kind="var",
+                                 type=self.typed.type_of(s.target.id)))
+        if hasattr(s, "s2s_checkpoint"):
+            state = checkpoint.state_of(self, s, lambda what: self.fn.unsupported(what, s))
+            fwd, rev, _ = checkpoint.checkpointed(self, s, state, fb, rb, s.s2s_checkpoint, self.tape_budget)
+            for node in rev:
+                self._tag(node, self.end[id(s)], self.loops[id(s)], overwrite=False)
+            return [push] + fwd, rev + [pop]
         fwd_loop = gast.For(target=s.target, iter=s.iter, body=fb, orelse=[], type_comment=None)
         fwd_loop.s2s_reserve = (s, s.iter)
         rev_loop = gast.For(target=copy.deepcopy(s.target), iter=reversed_iter, body=rb or [gast.Pass()],
                             orelse=[], type_comment=None)
         for node in pre_rev + [rev_loop]:
             self._tag(node, self.end[id(s)], self.loops[id(s)])
-        push, pop = self._push_pop(s.target.id)
-        self.records.append(dict(vars={s.target.id}, stmt=s, push=push, pop=pop,
-                                 tape=self.namer.tape(s.target.id), kind="var",
-                                 type=self.typed.type_of(s.target.id)))
         fwd = [push] + pre_fwd + [fwd_loop] + post_fwd
         rev = (pre_rev + [rev_loop] + [pop]) if rb else [pop]
         return fwd, rev

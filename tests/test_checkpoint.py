@@ -1,0 +1,156 @@
+"""Checkpointed loops (``s2s.checkpoint``, ``max_tape_bytes``): central differences, and the unconstrained
+gradient to the bit."""
+
+import numpy as np
+import pytest
+from conftest import assert_grads
+
+import s2s
+import s2s_runtime as rt
+from s2s.check import numerical_grad
+
+
+def _optimal_forward_steps(m, s, memo={}):  # noqa: B006 - a cache
+    """The fewest forward steps reversing m steps with s snapshots (dynamic programming)."""
+    if m <= 1:
+        return 0
+    if s == 1:
+        return m * (m - 1) // 2
+    if (m, s) not in memo:
+        memo[m, s] = min(j + _optimal_forward_steps(m - j, s - 1) + _optimal_forward_steps(j, s)
+                         for j in range(1, m))
+    return memo[m, s]
+
+
+@pytest.mark.parametrize("snaps", [1, 2, 3, 5, 8])
+def test_revolve_schedule_is_valid_and_optimal(snaps):
+    for n in range(0, 60):
+        state, at, slots, turns, forward = rt.revolve_start(n, snaps), 0, {}, [], 0
+        while (a := rt.revolve_next(state)) != rt.TERMINATE:
+            if a == rt.ADVANCE:
+                assert state[rt.OLDCAPO] == at
+                forward += state[rt.CAPO] - at
+                at = state[rt.CAPO]
+            elif a == rt.TAKESHOT:
+                assert 0 <= state[rt.CHECK] < snaps
+                slots[state[rt.CHECK]] = at
+            elif a == rt.RESTORE:
+                at = slots[state[rt.CHECK]]
+                assert at == state[rt.CAPO]
+            else:
+                assert at == state[rt.CAPO]
+                turns.append(at)
+        assert turns == list(range(n - 1, -1, -1))
+        assert forward == _optimal_forward_steps(n, snaps), (n, snaps)
+
+
+def w2(x):
+    n = x.shape[0]
+    y = np.zeros(n)
+    acc = 0.0
+    for i in s2s.checkpoint(range(n), snapshots=2):
+        acc = 0.5 * acc + np.sin(x[i])
+        y[i] = acc * x[i]
+    return np.sum(y)
+
+
+def w2_plain(x):
+    n = x.shape[0]
+    y = np.zeros(n)
+    acc = 0.0
+    for i in range(n):
+        acc = 0.5 * acc + np.sin(x[i])
+        y[i] = acc * x[i]
+    return np.sum(y)
+
+
+def branches(x, w):
+    n = x.shape[0]
+    acc = 1.0
+    for i in s2s.checkpoint(range(1, n, 2), snapshots=3):
+        if x[i] > 0.0:
+            acc = acc * w + np.cos(x[i])
+        else:
+            acc = np.tanh(acc) - x[i - 1] * w
+    return acc
+
+
+def branches_plain(x, w):
+    n = x.shape[0]
+    acc = 1.0
+    for i in range(1, n, 2):
+        if x[i] > 0.0:
+            acc = acc * w + np.cos(x[i])
+        else:
+            acc = np.tanh(acc) - x[i - 1] * w
+    return acc
+
+
+def nested(x, h):
+    u = np.copy(x[:3])
+    for t in s2s.checkpoint(range(7), snapshots=1):
+        v = np.zeros(3)
+        for j in range(3):
+            v[j] = np.sin(u[(j + 1) % 3]) * x[t + j]
+        u = u + h * v
+    return np.sum(u * u)
+
+
+def nested_plain(x, h):
+    u = np.copy(x[:3])
+    for t in range(7):
+        v = np.zeros(3)
+        for j in range(3):
+            v[j] = np.sin(u[(j + 1) % 3]) * x[t + j]
+        u = u + h * v
+    return np.sum(u * u)
+
+
+CASES = [(w2, w2_plain, lambda r: (r.normal(size=11),)),
+         (branches, branches_plain, lambda r: (r.normal(size=13), 0.7)),
+         (nested, nested_plain, lambda r: (r.normal(size=10), 0.3))]
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+@pytest.mark.parametrize("fn, plain, make", CASES, ids=[c[0].__name__ for c in CASES])
+def test_marked_loop(fn, plain, make, target):
+    args = make(np.random.default_rng(1))
+    got = assert_grads(fn, args, target=target)
+    want = s2s.grad(plain, argnums=tuple(range(len(got))), target=target)(*args)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+    assert "rt.revolve_next" in s2s.source(s2s.grad(fn, target=target), *args)
+
+
+def test_marked_loop_value_and_grad_and_empty_loop():
+    x = np.random.default_rng(2).normal(size=5)
+    value, g = s2s.value_and_grad(w2, target="python")(x)
+    assert value == w2_plain(x)
+    np.testing.assert_allclose(g, numerical_grad(w2_plain, (x,), 0), rtol=1e-6)
+    assert np.array_equal(s2s.grad(w2, target="python")(x[:0]), np.zeros(0))
+    assert np.array_equal(s2s.grad(w2, target="python")(x[:1]), s2s.grad(w2_plain, target="python")(x[:1]))
+
+
+def test_marker_refused_on_inner_loop():
+    def f(x):
+        s = 0.0
+        for i in range(3):
+            for j in s2s.checkpoint(range(3)):
+                s = s + x * i * j
+        return s
+
+    with pytest.raises(s2s.UnsupportedError, match="loop inside another loop"):
+        s2s.grad(f, target="python")(1.0)
+
+
+def test_marker_refused_with_break():
+    def f(x):
+        s = 0.0
+        for _ in s2s.checkpoint(range(5)):
+            s = s + x
+            if s > 2.0:
+                break
+        return s
+
+    with pytest.raises(s2s.UnsupportedError, match="leaves early"):
+        s2s.grad(f, target="python")(1.0)
