@@ -28,7 +28,8 @@ import numpy as np
 from numba.core.extending import overload, register_jitable
 
 __all__ = ["ADVANCE", "TAKESHOT", "RESTORE", "FIRSTURN", "YOUTURN", "TERMINATE", "CHECK", "CAPO", "OLDCAPO",
-           "revolve_start", "revolve_next", "snapshot_count", "trip_count", "snapshot_slots", "restore_into"]
+           "revolve_start", "revolve_next", "snapshot_count", "trip_count", "snapshot_slots", "array_slots",
+           "restore_into"]
 
 ADVANCE, TAKESHOT, RESTORE, FIRSTURN, YOUTURN, TERMINATE = 1, 2, 3, 4, 5, 6
 NAMES = {ADVANCE: "advance", TAKESHOT: "takeshot", RESTORE: "restore", FIRSTURN: "firsturn", YOUTURN: "youturn",
@@ -98,14 +99,15 @@ def revolve_next(state):
 
 @register_jitable
 def snapshot_count(n, budget, snapshot_bytes, most):
-    """How many snapshots of ``snapshot_bytes`` fit in ``budget`` bytes: at least 1, at most ``most`` and ``n``.
+    """How many snapshots of ``snapshot_bytes`` fit in ``budget`` bytes beside the one the first turn keeps:
+    at least 1, at most ``most`` and ``n``.
 
     >>> snapshot_count(1000, 10 ** 6, 800, 10 ** 9)
     1000
-    >>> snapshot_count(1000, 8000, 800, 3)
-    3
+    >>> snapshot_count(1000, 8000, 800, 20), snapshot_count(1000, 8000, 800, 3)
+    (9, 3)
     """
-    k = budget // max(snapshot_bytes, 1)
+    k = budget // max(snapshot_bytes, 1) - 1
     return max(1, min(k, most, max(n, 1)))
 
 
@@ -122,13 +124,14 @@ def trip_count(start, stop, step):
 
 
 def snapshot_slots(x, k):
-    """Room for ``k`` snapshots of ``x``: an array for a scalar, a list of arrays for an array.
+    """Room for ``k`` snapshots of ``x``: an array for a scalar, an array with a leading axis of ``k`` for an
+    array that keeps its shape (``rebound=False``), a list of arrays for one that may not.
 
-    >>> snapshot_slots(1.5, 2).shape, len(snapshot_slots(np.ones(3), 2))
-    ((2,), 2)
+    >>> snapshot_slots(1.5, 2).shape, snapshot_slots(np.ones(3), 2).shape
+    ((2,), (2, 3))
     """
     if isinstance(x, np.ndarray):
-        return [np.copy(x) for _ in range(k)]
+        return np.empty((k,) + x.shape, x.dtype)
     return np.empty(k, np.asarray(x).dtype)
 
 
@@ -137,10 +140,24 @@ def _snapshot_slots_nb(x, k):
     from numba.core import types
 
     if isinstance(x, types.Array):
-        return lambda x, k: [np.copy(x) for _ in range(k)]
+        return lambda x, k: np.empty((k,) + x.shape, x.dtype)
     if isinstance(x, types.Boolean):
         return lambda x, k: np.empty(k, np.bool_)
     return lambda x, k: np.empty(k, type(x))
+
+
+def array_slots(x, k):
+    """Room for ``k`` snapshots of an array ``x`` whose shape may change: a list of arrays.
+
+    >>> len(array_slots(np.ones(3), 2))
+    2
+    """
+    return [np.copy(x) for _ in range(k)]
+
+
+@overload(array_slots)
+def _array_slots_nb(x, k):
+    return lambda x, k: [np.copy(x) for _ in range(k)]
 
 
 def restore_into(x, saved):
@@ -155,9 +172,6 @@ def restore_into(x, saved):
 @overload(restore_into)
 def _restore_into_nb(x, saved):
     def impl(x, saved):
-        if x.shape != saved.shape:
-            raise ValueError("a checkpointed loop changed the shape of an array it writes into")
-        for idx in np.ndindex(x.shape):
-            x[idx] = saved[idx]
+        x[...] = saved
 
     return impl

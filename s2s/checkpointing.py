@@ -15,10 +15,11 @@ call of a user function does in s2s today). Outside s2s both are no-ops:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "default_tape_budget"]
 
 T = TypeVar("T", range, Callable)
 
@@ -35,3 +36,15 @@ def checkpoint(obj: T, snapshots: int | None = None) -> T:
     if snapshots is not None and (not isinstance(snapshots, int) or snapshots < 1):
         raise ValueError(f"snapshots must be a positive integer, not {snapshots!r}")
     return obj
+
+
+def default_tape_budget() -> int:
+    """The default ``max_tape_bytes``: a quarter of the machine's memory (1 GiB where it cannot be read).
+
+    >>> default_tape_budget() > 0
+    True
+    """
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 2 ** 30

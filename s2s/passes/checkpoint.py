@@ -4,22 +4,45 @@ The reverse transform calls :func:`checkpointed` for a loop marked with
 ``s2s.checkpoint(range(...))``, and for a loop whose tape may pass the
 transform's ``max_tape_bytes`` (then both versions are generated, and the
 trip count picks one at run time). The forward sweep runs the plain loop,
-storing snapshots of the loop's state (every variable the body assigns, and
-every array it writes into) where :func:`s2s_runtime.revolve_next` says; the
+storing snapshots of the loop's state where :func:`s2s_runtime.revolve_next` says; the
 adjoint sweep follows the rest of the schedule: it restores snapshots,
 re-runs plain steps, and runs each step once more with its tape right before
-that step's adjoint. A step's tape lives for one step only.
+that step's adjoint. A step's tape lives for one step only. The state is
+what a step reads before assigning, what the code before the loop defined,
+and the arrays the body writes into. Here ``x`` is the state; the forward sweep ends with the state at the last
+step kept in slot ``_snaps1``, and the adjoint sweep starts there:
 
-    for i in s2s.checkpoint(range(n)):      _n = rt.trip_count(0, n, 1)
-        acc = 0.5 * acc + x[i]              ...
-                                            while _act == rt.ADVANCE or _act == rt.TAKESHOT:
-                                                if _act == rt.TAKESHOT:
-                                                    acc_ck[_ck[rt.CHECK]] = acc
-                                                else:
-                                                    for _k in range(_ck[rt.OLDCAPO], _ck[rt.CAPO]):
-                                                        i = _k
-                                                        acc = 0.5 * acc + x[i]
-                                                _act = rt.revolve_next(_ck)
+    >>> import numba
+    >>> from s2s.build import Builder
+    >>> import s2s
+    >>> def f(x, n):
+    ...     for i in s2s.checkpoint(range(n), snapshots=4):
+    ...         x = np.sin(x)
+    ...     return x
+    >>> source = Builder(f, "grad", 0, fast_math=False).source((numba.float64, numba.int64))
+    >>> print(source.split("x_adj = 1.0")[1].strip())
+    if _act1 == rt.FIRSTURN:
+        x = x_ck[_snaps1]
+    while _act1 != rt.TERMINATE:
+        if _act1 == rt.ADVANCE:
+            for _k1 in range(_ck1[rt.OLDCAPO], _ck1[rt.CAPO]):
+                _t1 = np.sin(x)
+                x = _t1
+        elif _act1 == rt.TAKESHOT:
+            x_ck[_ck1[rt.CHECK]] = x
+        elif _act1 == rt.RESTORE:
+            x = x_ck[_ck1[rt.CHECK]]
+        else:
+            _t1 = np.sin(x)
+            x_tape = rt.reserve(x_tape, x_tape_top + 1)
+            x_tape[x_tape_top] = x
+            x_tape_top += 1
+            x = _t1
+            x_tape_top -= 1
+            x = x_tape[x_tape_top]
+            x_adj = x_adj * np.cos(x)
+        _act1 = rt.revolve_next(_ck1)
+    return x_adj
 
 Each step computes what the unconstrained loop computes, in the same order,
 so the derivative is the same to the bit. Assumes a loop over ``range``
@@ -33,11 +56,12 @@ from __future__ import annotations
 import copy
 
 import gast
+import numpy as np
 from numba.core import types
 
-from ..astutil import to_source
+from ..astutil import assign, const, name, to_source
 
-__all__ = ["state_of", "checkpointed"]
+__all__ = ["state_of", "checkpointed", "automatic_state", "either", "size_steps"]
 
 
 def _assigned(stmts, names: dict, written: set) -> None:
@@ -150,7 +174,7 @@ def checkpointed(transform, loop: gast.For, state, fb: list, rb: list, snapshots
     at = f"{start_s} + {{}} * {step_s}" if (start_s, step_s) != ("(0)", "(1)") else "{}"
 
     def store(slot: str) -> str:
-        return "\n".join(f"{slots[v]}[{slot}] = {v}" if kind == "scalar" else f"{slots[v]}[{slot}] = np.copy({v})"
+        return "\n".join(f"{slots[v]}[{slot}] = np.copy({v})" if kind == "array" else f"{slots[v]}[{slot}] = {v}"
                          for v, kind in state) or "pass"
 
     def load(slot: str) -> str:
@@ -162,12 +186,13 @@ def checkpointed(transform, loop: gast.For, state, fb: list, rb: list, snapshots
         return "\n".join(" " * depth + line for line in text.splitlines())
 
     size = " + ".join(f"{v}.nbytes" if kind != "scalar" else "8" for v, kind in state) or "8"
-    most = snapshots if snapshots else 2 ** 62
+    most = snapshots if snapshots else n
     fwd_text = (
         f"{n} = rt.trip_count({start_s}, {stop_s}, {step_s})\n"
         f"{snaps} = rt.snapshot_count({n}, {budget}, {size}, {most})\n"
         f"{ck} = rt.revolve_start({n}, {snaps})\n"
-        + "".join(f"{slots[v]} = rt.snapshot_slots({v}, {snaps} + 1)\n" for v, _ in state) +
+        + "".join(f"{slots[v]} = rt.{'array' if kind == 'array' else 'snapshot'}_slots({v}, {snaps} + 1)\n"
+                  for v, kind in state) +
         f"{act} = rt.revolve_next({ck})\n"
         f"while {act} == rt.ADVANCE or {act} == rt.TAKESHOT:\n"
         f"    if {act} == rt.TAKESHOT:\n{indent(store(f'{ck}[rt.CHECK]'), 8)}\n"
@@ -221,3 +246,62 @@ def _splice_each(stmts, marker: str, make) -> list:
 def _text(node) -> str:
     """The source of an expression."""
     return to_source(node)
+
+
+def automatic_state(transform, loop: gast.For) -> list | None:
+    """The state of a loop that ``max_tape_bytes`` may checkpoint, or None.
+
+    Such a loop has scalar state (a snapshot of an array costs as much as the
+    array, so checkpointing saves little there: use the marker) and a tape per
+    step of a known number of bytes (scalars, no nested loop).
+    """
+    state = state_of(transform, loop)
+    if state is None or any(kind != "scalar" for _, kind in state):
+        return None
+    for s in gast.walk(gast.Module(body=loop.body, type_ignores=[])):
+        if isinstance(s, (gast.For, gast.While)):
+            return None
+        if isinstance(s, gast.Assign):
+            target = s.targets[0]
+            if isinstance(target, gast.Subscript) and isinstance(transform._element_type(s), types.Array):
+                return None
+            if any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store) and transform.typed.is_array(n.id)
+                   for n in gast.walk(target) if not isinstance(target, gast.Subscript)):
+                return None
+    return state
+
+
+def either(transform, loop: gast.For, state, fb: list, rb: list, fwd_loop: gast.For, rev: list):
+    """(forward sweep, adjoint sweep) running the taped loop, or the checkpointed one where its tape would
+    pass the budget (``_n * bytes_per_step > budget``, the bytes filled in by :func:`size_steps`)."""
+    memo: dict = {}
+    fb_copy, rb_copy = copy.deepcopy(fb, memo), copy.deepcopy(rb, memo)
+    for record in list(transform.records):  # the copies' records, for to-be-recorded
+        if id(record["push"]) in memo:
+            transform.records.append(dict(record, push=memo[id(record["push"])], pop=memo[id(record["pop"])]))
+    fwd_ck, rev_ck, n = checkpointed(transform, loop, state, fb_copy, rb_copy, None, transform.tape_budget)
+    on = transform.namer.temp("_checkpointed")
+    per_step = const(0)
+    transform.step_sizes.append((per_step, fwd_loop))
+    test = gast.Compare(left=gast.BinOp(left=name(n), op=gast.Mult(), right=per_step), ops=[gast.Gt()],
+                        comparators=[const(transform.tape_budget)])
+    fwd = [fwd_ck[0], assign(on, test), gast.If(test=name(on), body=fwd_ck[1:], orelse=[fwd_loop])]
+    return fwd, [gast.If(test=name(on), body=rev_ck, orelse=rev)]
+
+
+def _step_bytes(stmts, sizes: dict) -> int:
+    total = 0
+    for s in stmts:
+        if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and isinstance(s.value.func, gast.Attribute) \
+                and s.value.func.attr == "append" and isinstance(s.value.func.value, gast.Name):
+            total += sizes.get(s.value.func.value.id, 0)
+        elif isinstance(s, gast.If):
+            total += max(_step_bytes(s.body, sizes), _step_bytes(s.orelse, sizes))
+    return total
+
+
+def size_steps(transform, scalar_tapes: dict) -> None:
+    """Fill in the tape bytes per step of each loop :func:`either` made, from the records kept."""
+    sizes = {tape: np.dtype(dtype.split(".")[-1]).itemsize for tape, (_, dtype) in scalar_tapes.items()}
+    for literal, loop in transform.step_sizes:
+        literal.value = _step_bytes(loop.body, sizes)

@@ -111,7 +111,7 @@ class ReverseTransform:
     """Builds the combined forward and adjoint sweeps of one typed function."""
 
     def __init__(self, typed: Typed, activity: Activity, namer, vjp_of_call, seed: gast.expr | None = None,
-                 tuple_seed: bool = False, tape_budget: int = 2 ** 62):
+                 tuple_seed: bool = False, tape_budget: int = 2 ** 62, auto_checkpoint: bool = False):
         self.typed = typed
         self.fn = typed.function
         self.activity = activity
@@ -131,6 +131,8 @@ class ReverseTransform:
         self.counter_tapes: set[str] = set()
         self.tape_budget = tape_budget  # bytes for the snapshots of a checkpointed loop
         self.snapshot_vars: set[str] = set()  # variables a checkpointed loop snapshots
+        self.auto_checkpoint = auto_checkpoint  # checkpoint a loop whose tape would pass tape_budget
+        self.step_sizes: list = []  # (literal, loop): a loop's tape bytes per step, set once the tapes are known
 
     # ======================================================== analysis pass
     def analyse(self) -> None:
@@ -588,6 +590,12 @@ class ReverseTransform:
             self._tag(node, self.end[id(s)], self.loops[id(s)])
         fwd = [push] + pre_fwd + [fwd_loop] + post_fwd
         rev = (pre_rev + [rev_loop] + [pop]) if rb else [pop]
+        state = checkpoint.automatic_state(self, s) if self.auto_checkpoint and rb else None
+        if state is not None:  # both versions, and the trip count picks one at run time
+            fwd_ck, rev_ck = checkpoint.either(self, s, state, fb, rb, fwd_loop, [rev_loop])
+            for node in rev_ck:
+                self._tag(node, self.end[id(s)], self.loops[id(s)], overwrite=False)
+            return [push] + fwd_ck, rev_ck + [pop]
         return fwd, rev
 
     def _reversed_range(self, start, stop, step):
