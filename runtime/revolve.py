@@ -28,8 +28,7 @@ import numpy as np
 from numba.core.extending import overload, register_jitable
 
 __all__ = ["ADVANCE", "TAKESHOT", "RESTORE", "FIRSTURN", "YOUTURN", "TERMINATE", "CHECK", "CAPO", "OLDCAPO",
-           "revolve_start", "revolve_next", "snapshot_count", "trip_count", "snapshot_slots", "array_slots",
-           "restore_into"]
+           "revolve_start", "revolve_next", "snapshot_count", "trip_count", "snapshot_slots", "array_slots"]
 
 ADVANCE, TAKESHOT, RESTORE, FIRSTURN, YOUTURN, TERMINATE = 1, 2, 3, 4, 5, 6
 NAMES = {ADVANCE: "advance", TAKESHOT: "takeshot", RESTORE: "restore", FIRSTURN: "firsturn", YOUTURN: "youturn",
@@ -125,7 +124,7 @@ def trip_count(start, stop, step):
 
 def snapshot_slots(x, k):
     """Room for ``k`` snapshots of ``x``: an array for a scalar, an array with a leading axis of ``k`` for an
-    array that keeps its shape (``rebound=False``), a list of arrays for one that may not.
+    array (one the loop writes into, so its shape stays).
 
     >>> snapshot_slots(1.5, 2).shape, snapshot_slots(np.ones(3), 2).shape
     ((2,), (2, 3))
@@ -158,20 +157,3 @@ def array_slots(x, k):
 @overload(array_slots)
 def _array_slots_nb(x, k):
     return lambda x, k: [np.copy(x) for _ in range(k)]
-
-
-def restore_into(x, saved):
-    """Write the array ``saved`` into ``x`` (of the same shape), in place.
-
-    >>> x = np.zeros(2); restore_into(x, np.ones(2)); x
-    array([1., 1.])
-    """
-    x[...] = saved
-
-
-@overload(restore_into)
-def _restore_into_nb(x, saved):
-    def impl(x, saved):
-        x[...] = saved
-
-    return impl

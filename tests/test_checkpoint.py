@@ -256,3 +256,12 @@ def test_marked_call(target):
     source = s2s.source(s2s.grad(outer, target=target), *args)
     adjoint = source.split("def outer_grad")[1].split("for i in range(")[-1]
     assert "inner_vjp(" in adjoint
+
+
+def test_hessian_of_a_marked_loop():
+    x = np.random.default_rng(7).normal(size=6)
+    h = s2s.hessian(w2, target="python")(x)
+    assert np.array_equal(h, s2s.hessian(w2_plain, target="python")(x))
+    g = s2s.grad(w2_plain, target="python")
+    for k in range(3):
+        np.testing.assert_allclose(h[k], numerical_grad(lambda x, k=k: g(x)[k], (x,), 0), rtol=1e-5, atol=1e-7)

@@ -180,12 +180,14 @@ def checkpointed(transform, loop: gast.For, state, fb: list, rb: list, snapshots
     def load(slot: str) -> str:
         return "\n".join(f"{v} = {slots[v]}[{slot}]" if kind == "scalar" else
                          f"{v} = np.copy({slots[v]}[{slot}])" if kind == "array" else
-                         f"rt.restore_into({v}, {slots[v]}[{slot}])" for v, kind in state) or "pass"
+                         f"{v}[{', '.join([':'] * transform.typed.ndim(v))}] = {slots[v]}[{slot}]"
+                         for v, kind in state) or "pass"
 
     def indent(text: str, depth: int) -> str:
         return "\n".join(" " * depth + line for line in text.splitlines())
 
-    size = " + ".join(f"{v}.nbytes" if kind != "scalar" else "8" for v, kind in state) or "8"
+    # a snapshot's bytes: its step (in the schedule's state), then each variable (8 bytes an element)
+    size = " + ".join(["8"] + [f"8 * {v}.size" if kind != "scalar" else "8" for v, kind in state])
     most = snapshots if snapshots else n
     fwd_text = (
         f"{n} = rt.trip_count({start_s}, {stop_s}, {step_s})\n"
