@@ -28,7 +28,7 @@ import numpy as np
 from numba.core.extending import overload, register_jitable
 
 __all__ = ["ADVANCE", "TAKESHOT", "RESTORE", "FIRSTURN", "YOUTURN", "TERMINATE", "CHECK", "CAPO", "OLDCAPO",
-           "revolve_start", "revolve_next", "snapshot_count", "trip_count", "snapshot_slots", "array_slots"]
+           "revolve_start", "revolve_next", "snapshot_count", "trip_count", "snapshot_slots", "snapshot_of"]
 
 ADVANCE, TAKESHOT, RESTORE, FIRSTURN, YOUTURN, TERMINATE = 1, 2, 3, 4, 5, 6
 NAMES = {ADVANCE: "advance", TAKESHOT: "takeshot", RESTORE: "restore", FIRSTURN: "firsturn", YOUTURN: "youturn",
@@ -124,7 +124,7 @@ def trip_count(start, stop, step):
 
 def snapshot_slots(x, k):
     """Room for ``k`` snapshots of ``x``: an array for a scalar, an array with a leading axis of ``k`` for an
-    array (one the loop writes into, so its shape stays).
+    array (whose shape the loop keeps).
 
     >>> snapshot_slots(1.5, 2).shape, snapshot_slots(np.ones(3), 2).shape
     ((2,), (2, 3))
@@ -145,15 +145,25 @@ def _snapshot_slots_nb(x, k):
     return lambda x, k: np.empty(k, type(x))
 
 
-def array_slots(x, k):
-    """Room for ``k`` snapshots of an array ``x`` whose shape may change: a list of arrays.
+def snapshot_of(x, slot):
+    """A copy of the array ``x`` to store in ``slot``, which has the shape ``x`` had when the loop began.
 
-    >>> len(array_slots(np.ones(3), 2))
-    2
+    >>> snapshot_of(np.ones(2), np.zeros(2))
+    array([1., 1.])
+    >>> snapshot_of(np.ones(3), np.zeros(2))
+    Traceback (most recent call last):
+    ValueError: a checkpointed loop changed the shape of an array in its state
     """
-    return [np.copy(x) for _ in range(k)]
+    if np.shape(x) != np.shape(slot):
+        raise ValueError("a checkpointed loop changed the shape of an array in its state")
+    return np.copy(x)
 
 
-@overload(array_slots)
-def _array_slots_nb(x, k):
-    return lambda x, k: [np.copy(x) for _ in range(k)]
+@overload(snapshot_of)
+def _snapshot_of_nb(x, slot):
+    def impl(x, slot):
+        if x.shape != slot.shape:
+            raise ValueError("a checkpointed loop changed the shape of an array in its state")
+        return np.copy(x)
+
+    return impl

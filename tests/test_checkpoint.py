@@ -265,3 +265,34 @@ def test_hessian_of_a_marked_loop():
     g = s2s.grad(w2_plain, target="python")
     for k in range(3):
         np.testing.assert_allclose(h[k], numerical_grad(lambda x, k=k: g(x)[k], (x,), 0), rtol=1e-5, atol=1e-7)
+
+
+def test_hessian_of_a_marked_loop_with_array_state():
+    x = np.random.default_rng(8).normal(size=10)
+    h = s2s.hessian(nested, target="python")(x, 0.3)
+    assert np.array_equal(h, s2s.hessian(nested_plain, target="python")(x, 0.3))
+    g = s2s.grad(nested_plain, target="python")
+    np.testing.assert_allclose(h[2], numerical_grad(lambda x: g(x, 0.3)[2], (x,), 0), rtol=1e-5, atol=1e-7)
+
+
+def test_an_array_state_that_changes_shape_is_an_error():
+    def grows(x):
+        u = x[:1]
+        for i in s2s.checkpoint(range(3), snapshots=1):
+            u = np.concatenate((u, x[i:i + 1] * u[-1:]))
+        return np.sum(u)
+
+    with pytest.raises(ValueError, match="changed the shape"):
+        s2s.grad(grows, target="python")(np.ones(4))
+
+
+def test_marker_refused_when_the_body_changes_a_bound():
+    def f(x, m):
+        s = 0.0
+        for i in s2s.checkpoint(range(1, 9, m)):
+            s = s + x * i
+            m = m + 1
+        return s * m
+
+    with pytest.raises(s2s.UnsupportedError, match="a bound of its range"):
+        s2s.grad(f, target="python")(1.0, 2)

@@ -98,6 +98,10 @@ def state_of(transform, loop: gast.For, why=None) -> list[tuple[str, str]] | Non
     written: set = set()
     _assigned(loop.body, names, written)
     names.pop(loop.target.id, None)
+    bounds = {n.id for a in loop.iter.args for n in gast.walk(a) if isinstance(n, gast.Name)}
+    if bounds & set(names):
+        return refuse(f"s2s.checkpoint on a loop that assigns `{sorted(bounds & set(names))[0]}`, "
+                      "a bound of its range")
     # a variable each step defines before reading it, and whose value before the loop is not needed, is left out
     before = set(transform.fn.params)
     _defined_before(transform.body, transform.pos[id(loop)], transform.pos, before)
@@ -174,8 +178,8 @@ def checkpointed(transform, loop: gast.For, state, fb: list, rb: list, snapshots
     at = f"{start_s} + {{}} * {step_s}" if (start_s, step_s) != ("(0)", "(1)") else "{}"
 
     def store(slot: str) -> str:
-        return "\n".join(f"{slots[v]}[{slot}] = np.copy({v})" if kind == "array" else f"{slots[v]}[{slot}] = {v}"
-                         for v, kind in state) or "pass"
+        return "\n".join(f"{slots[v]}[{slot}] = rt.snapshot_of({v}, {slots[v]}[{slot}])" if kind == "array"
+                         else f"{slots[v]}[{slot}] = {v}" for v, kind in state) or "pass"
 
     def load(slot: str) -> str:
         return "\n".join(f"{v} = {slots[v]}[{slot}]" if kind == "scalar" else
@@ -193,8 +197,7 @@ def checkpointed(transform, loop: gast.For, state, fb: list, rb: list, snapshots
         f"{n} = rt.trip_count({start_s}, {stop_s}, {step_s})\n"
         f"{snaps} = rt.snapshot_count({n}, {budget}, {size}, {most})\n"
         f"{ck} = rt.revolve_start({n}, {snaps})\n"
-        + "".join(f"{slots[v]} = rt.{'array' if kind == 'array' else 'snapshot'}_slots({v}, {snaps} + 1)\n"
-                  for v, kind in state) +
+        + "".join(f"{slots[v]} = rt.snapshot_slots({v}, {snaps} + 1)\n" for v, _ in state) +
         f"{act} = rt.revolve_next({ck})\n"
         f"while {act} == rt.ADVANCE or {act} == rt.TAKESHOT:\n"
         f"    if {act} == rt.TAKESHOT:\n{indent(store(f'{ck}[rt.CHECK]'), 8)}\n"

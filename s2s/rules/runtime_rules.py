@@ -73,7 +73,7 @@ defnondiff("n, snaps", rt.revolve_start)
 defnondiff("state", rt.revolve_next)
 _RULES[rt.revolve_next] = dataclasses.replace(_RULES[rt.revolve_next], pure=False)  # it advances `state`
 defrule(rt.snapshot_slots, "x, k", nondiff=("k",), fresh=True, jvp="rt.snapshot_slots(x_dot, k)")
-defrule(rt.array_slots, "x, k", nondiff=("k",), fresh=True, jvp="rt.array_slots(x_dot, k)")
+defrule(rt.snapshot_of, "x, slot", nondiff=("slot",), fresh=True, jvp="rt.snapshot_of(x_dot, slot)")
 
 defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contract(g, jacobian_dot)")
 
