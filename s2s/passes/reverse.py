@@ -12,7 +12,9 @@ a push survives only where a value it restores is read later in the sweep.
 
 The adjoint sweep walks the statements backwards: ``if`` keeps its test,
 a ``for`` loop over ``range`` runs its range backwards, a ``while`` loop (and
-a loop that breaks) replays its recorded trip count. Each statement adds its
+a loop that breaks) replays its recorded trip count; a loop marked with
+``s2s.checkpoint`` (or whose tape would pass ``max_tape_bytes``) is reversed
+on a binomial schedule of snapshots instead (:mod:`s2s.passes.checkpoint`). Each statement adds its
 vector-Jacobian products into the operands' adjoints, named ``x_adj``. An
 adjoint used once is assigned (``_t1_adj = z_adj * y``); others are set to
 zero where their variable's scope ends and accumulated (``x_adj += ...``).
