@@ -296,3 +296,23 @@ def test_marker_refused_when_the_body_changes_a_bound():
 
     with pytest.raises(s2s.UnsupportedError, match="a bound of its range"):
         s2s.grad(f, target="python")(1.0, 2)
+
+
+def test_more_snapshots_than_steps(monkeypatch):
+    def w2_roomy(x):
+        n = x.shape[0]
+        y = np.zeros(n)
+        acc = 0.0
+        for i in s2s.checkpoint(range(n), snapshots=1000):
+            acc = 0.5 * acc + np.sin(x[i])
+            y[i] = acc * x[i]
+        return np.sum(y)
+
+    x = np.random.default_rng(9).normal(size=11)
+    starts = []
+    original = rt.revolve_start
+    monkeypatch.setattr(rt, "revolve_start", lambda n, snaps: starts.append(snaps) or original(n, snaps))
+    got = s2s.grad(w2_roomy, target="python")(x)
+    assert starts == [11]  # one snapshot a step, no more
+    assert np.array_equal(got, s2s.grad(w2_plain, target="python")(x))
+    np.testing.assert_allclose(got, numerical_grad(w2_plain, (x,), 0), rtol=1e-6)
