@@ -26,6 +26,7 @@ from .api import (  # noqa: E402
     vjp,
 )
 from .check import check_grads  # noqa: E402
+from .checkpointing import checkpoint  # noqa: E402
 from .custom import custom_jvp, custom_vjp, defrule  # noqa: E402
 from .errors import CompileError, InputError, NoRuleError, S2SError, UnsupportedError  # noqa: E402
 from .vmap import vmap  # noqa: E402
@@ -38,6 +39,7 @@ __all__ = [
     "Transformed",
     "UnsupportedError",
     "check_grads",
+    "checkpoint",
     "custom_jvp",
     "custom_vjp",
     "defrule",

@@ -58,7 +58,7 @@ class Transformed:
     """
 
     def __init__(self, fn, transform: str, argnums=0, has_aux: bool = False, target: str = "cpu",
-                 fast_math: bool = True):
+                 fast_math: bool = True, max_tape_bytes: int | None = None):
         if target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, not {target!r}")
         if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple, list)) or (
@@ -71,6 +71,7 @@ class Transformed:
         self.has_aux = has_aux
         self.target = target
         self.fast_math = fast_math
+        self.max_tape_bytes = max_tape_bytes
         self.signature = _signature(fn)
         self._entries: dict = {}
         self._fast: dict = {}  # Numba's fingerprint of the arguments -> a call without checks (see __call__)
@@ -142,7 +143,7 @@ class Transformed:
         nums = self.nums(len(structures))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
                           self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed),
-                          fast_math=self.fast_math)
+                          fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes)
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
@@ -175,7 +176,8 @@ class Transformed:
 
     def __reduce__(self):
         # pickled by reference to the function (its importable name) and the transform's options
-        return (Transformed, (self.fn, self.transform, self.argnums, self.has_aux, self.target, self.fast_math))
+        return (Transformed, (self.fn, self.transform, self.argnums, self.has_aux, self.target, self.fast_math,
+                              self.max_tape_bytes))
 
     def _compile_error(self, module: Module, exc: Exception) -> CompileError:
         """The Numba error ``exc`` from compiling ``module``, located at the user's line where known."""
@@ -478,18 +480,20 @@ def _is_float_tree(value) -> bool:
 _shared: dict = {}
 
 
-def _transformed(fn, transform: str, argnums, has_aux: bool, target: str) -> Transformed:
+def _transformed(fn, transform: str, argnums, has_aux: bool, target: str,
+                 max_tape_bytes: int | None = None) -> Transformed:
     """One :class:`Transformed` per function and options, so that its compiled entries are reused."""
-    key = (id(fn), transform, argnums, has_aux, target)
+    key = (id(fn), transform, argnums, has_aux, target, max_tape_bytes)
     hit = _shared.get(key)
     if hit is None or hit[0] is not fn:
-        hit = (fn, Transformed(fn, transform, argnums, has_aux, target))
+        hit = (fn, Transformed(fn, transform, argnums, has_aux, target, max_tape_bytes=max_tape_bytes))
         _shared[key] = hit
     return hit[1]
 
 
 # ------------------------------------------------------------------ reverse mode
-def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu", fast_math: bool = True) -> Transformed:
+def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu", fast_math: bool = True,
+         max_tape_bytes: int | None = None) -> Transformed:
     """The gradient of a scalar function, compiled with Numba.
 
     Args:
@@ -502,6 +506,10 @@ def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu", fast_ma
         fast_math: elementary functions (``np.exp``, ``np.tanh``, ...) from
             the runtime's vectorising code, within 2 ulp (default); False
             (or ``S2S_EXACT_MATH=1``) calls libm.
+        max_tape_bytes: a loop whose tape would take more bytes is
+            checkpointed, its snapshots kept within this many bytes (off
+            by default; loops marked with :func:`s2s.checkpoint` keep theirs
+            within a quarter of the machine's memory by default).
 
     Returns:
         A function with ``fn``'s arguments returning gradients shaped and
@@ -512,12 +520,13 @@ def grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu", fast_ma
     (4.0, 12.0)
     """
     if fn is None:
-        return functools.partial(grad, argnums=argnums, has_aux=has_aux, target=target, fast_math=fast_math)
-    return Transformed(fn, "grad", argnums, has_aux, target, fast_math)
+        return functools.partial(grad, argnums=argnums, has_aux=has_aux, target=target, fast_math=fast_math,
+                                 max_tape_bytes=max_tape_bytes)
+    return Transformed(fn, "grad", argnums, has_aux, target, fast_math, max_tape_bytes)
 
 
 def value_and_grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu",
-                   fast_math: bool = True) -> Transformed:
+                   fast_math: bool = True, max_tape_bytes: int | None = None) -> Transformed:
     """Like :func:`grad`, returning ``(value, gradient)`` from one forward and one reverse sweep.
 
     >>> import s2s
@@ -526,15 +535,16 @@ def value_and_grad(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu
     """
     if fn is None:
         return functools.partial(value_and_grad, argnums=argnums, has_aux=has_aux, target=target,
-                                 fast_math=fast_math)
-    return Transformed(fn, "value_and_grad", argnums, has_aux, target, fast_math)
+                                 fast_math=fast_math, max_tape_bytes=max_tape_bytes)
+    return Transformed(fn, "value_and_grad", argnums, has_aux, target, fast_math, max_tape_bytes)
 
 
-def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
+def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu", max_tape_bytes: int | None = None):
     """The value of ``fn`` at ``primals`` and its pullback: ``pullback(ct)`` is ``ct`` times the Jacobian.
 
     Returns ``(out, pullback)`` (``(out, pullback, aux)`` with ``has_aux``);
     ``pullback`` returns one cotangent per primal (None for integer ones).
+    ``max_tape_bytes`` is :func:`grad`'s.
 
     >>> import numpy as np, s2s
     >>> out, pullback = s2s.vjp(lambda x: 2.0 * x, np.array([1.0, 2.0]))
@@ -544,7 +554,7 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
     floats = tuple(k for k, p in enumerate(primals) if _is_float_tree(p))
     if not floats:
         raise InputError("vjp needs at least one float argument")
-    t = _transformed(fn, "vjp", floats, has_aux, target)
+    t = _transformed(fn, "vjp", floats, has_aux, target, max_tape_bytes)
     values, names = t.arguments(primals)
     primal_fn = _transformed(fn, "jit", 0, False, target)
     result = primal_fn.run(values, names)

@@ -30,11 +30,12 @@ from . import __version__
 from .analysis.activity import Activity
 from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
 from .astutil import assign, call, const, name
+from .checkpointing import default_tape_budget
 from .codegen import module_source
 from .custom import USER_RULES, custom_jvp, custom_vjp
 from .errors import InputError
 from .naming import Namer
-from .passes import fuse, record, simplify, tapes, vector_math
+from .passes import checkpoint, fuse, record, simplify, tapes, vector_math
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
 from .program import Function, Program
@@ -94,7 +95,7 @@ class Builder:
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
                  target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
-                 takes_leaves: bool = False, fast_math: bool = True):
+                 takes_leaves: bool = False, fast_math: bool = True, max_tape_bytes: int | None = None):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -110,6 +111,10 @@ class Builder:
         # the pytree structure of each argument; generated code takes their leaves
         self.structures = {k: t for k, t in enumerate(structures) if t.kind != "leaf"}
         self.takes_leaves = takes_leaves  # fn is generated code: it takes the leaves of the structures already
+        # given: a loop whose tape would pass this many bytes is checkpointed, its snapshots within it;
+        # checkpointed loops (s2s.checkpoint) keep their snapshots within it, by default a share of memory
+        self.automatic_checkpoints = max_tape_bytes is not None
+        self.max_tape_bytes = default_tape_budget() if max_tape_bytes is None else int(max_tape_bytes)
         if self.structures:
             counts = [t.num_leaves for t in structures]
             starts = [sum(counts[:k]) for k in range(len(counts))]
@@ -145,10 +150,11 @@ class Builder:
         parts = [__version__, compiler_digest(), numba.__version__, np.__version__, sys.version, self.transform,
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
                  repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse),
-                 repr(self.vector_math),
+                 repr(self.vector_math), repr(self.max_tape_bytes), repr(self.automatic_checkpoints),
                  repr(sorted(USER_RULES.items()))]
         for f in program.functions.values():
-            parts += [f.name, f.src.filename, f.source()]
+            marks = [getattr(n, "s2s_checkpoint", None) for n in gast.walk(f.node) if isinstance(n, gast.For)]
+            parts += [f.name, f.src.filename, f.source(), repr(marks)]
         for name_, value in program.constants.items():
             parts += [name_, str(value.dtype), repr(value.shape)]
             h.update(np.ascontiguousarray(value).tobytes())
@@ -164,7 +170,7 @@ class Builder:
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
         typed = typer.type(root, arg_types)
         self._check(root, typed)
-        generator = _Generator(program, typer, self.fuse)
+        generator = _Generator(program, typer, self.fuse, self.max_tape_bytes, self.automatic_checkpoints)
         if self.transform == "jit":
             entry = root.name
         elif self.transform in ("jvp", "jacfwd"):
@@ -290,8 +296,11 @@ def pure_functions(program: Program) -> set[str]:
 class _Generator:
     """Generates the entry function and the ``*_vjp`` functions of the callees it reaches."""
 
-    def __init__(self, program: Program, typer: Typer, fuse_loops: bool = True):
+    def __init__(self, program: Program, typer: Typer, fuse_loops: bool = True, max_tape_bytes: int = 2 ** 62,
+                 automatic_checkpoints: bool = False):
         self.program = program
+        self.max_tape_bytes = max_tape_bytes
+        self.automatic_checkpoints = automatic_checkpoints
         self.typer = typer
         self.fuse_loops = fuse_loops
         self.functions: list = []
@@ -300,15 +309,20 @@ class _Generator:
         self._checked: set = set()  # (callee, argument types) known to write into no argument
         self.pure = pure_functions(program)
 
-    def _transform(self, typed: Typed, active: set[str], seed, outputs=None, tuple_seed: bool = False):
+    def _transform(self, typed: Typed, active: set[str], seed, outputs=None, tuple_seed: bool = False,
+                   entry: bool = False):
+        """The reverse transform of ``typed``; with automatic checkpoints, a loop of the ``entry`` function
+        whose tape would pass ``max_tape_bytes`` is checkpointed."""
         fn = typed.function
         activity = Activity(typed, active, self.program.module_functions(), outputs)
         namer = copy.deepcopy(fn.namer)
         if isinstance(seed, gast.Name):
             namer.taken.add(seed.id)
-        transform = ReverseTransform(typed, activity, namer, self.vjp_of_call, seed, tuple_seed)
+        transform = ReverseTransform(typed, activity, namer, self.vjp_of_call, seed, tuple_seed,
+                                     self.max_tape_bytes, entry and self.automatic_checkpoints)
         fwd, rev = transform.build()
         fwd, rev, preamble, scalar_tapes = record.prune(transform, fwd, rev)
+        checkpoint.size_steps(transform, scalar_tapes)
         return transform, activity, namer, fwd, rev, preamble, scalar_tapes
 
     def _entry_copies(self, fn: Function, activity: Activity) -> list:
@@ -334,7 +348,7 @@ class _Generator:
             inputs.append(seed.id)
         value = ret.elts[0] if has_aux else ret
         t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(
-            typed, active, seed, outputs, tuple_seed=isinstance(value, gast.Tuple))
+            typed, active, seed, outputs, tuple_seed=isinstance(value, gast.Tuple), entry=True)
         grads = [self._adjoint_or_zero(params[k], t, activity) for k in argnums]
         grads_node = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
         capture, result = [], grads_node

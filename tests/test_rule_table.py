@@ -346,6 +346,9 @@ for _name in ("arccos", "arcsin", "arctan", "cbrt", "cos", "cosh", "exp", "exp2"
     COVERED_ELSEWHERE[getattr(rt.vm, _name)] = ("vector math: NumPy's rules under the runtime's names; "
                                                "tests/test_vector_codegen.py differentiates code calling them")
 COVERED_ELSEWHERE[rt.zero_cotangent] = "jacrev of tuple outputs: tests/test_tuple_outputs.py"
+for _fn in (rt.trip_count, rt.snapshot_count, rt.revolve_start, rt.revolve_next, rt.snapshot_slots,
+            rt.snapshot_of):
+    COVERED_ELSEWHERE[_fn] = "checkpointed loops: tests/test_checkpoint.py (hessian of one against differences)"
 for _fn in (rt.zeros_stack, rt.last_item):
     COVERED_ELSEWHERE[_fn] = "comprehensions and tuples indexed at run time: tests/test_language.py"
 for _fn in (rt.assign_into, rt.norm_jvp, rt.norm_vjp, rt.prod_jvp, rt.prod_vjp, rt.same_shape, rt.solve_vjp_a,

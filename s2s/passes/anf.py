@@ -197,6 +197,8 @@ class _ANF:
         body = self.block(s.body) or [gast.Pass()]
         loop = gast.For(target=s.target, iter=gast.Call(func=it.func, args=args, keywords=[]), body=body,
                         orelse=[], type_comment=None)
+        if hasattr(s, "s2s_checkpoint"):
+            loop.s2s_checkpoint = s.s2s_checkpoint
         return pre + [loop]
 
     def stmt_While(self, s) -> list:

@@ -257,6 +257,8 @@ class _Lowering:
         if loop.brk:
             pre.append(located(assign(loop.brk, const(False)), s))
         loop_stmt = located(gast.For(target=target, iter=iterable, body=body, orelse=[], type_comment=None), s)
+        if hasattr(s, "s2s_checkpoint"):
+            loop_stmt.s2s_checkpoint = s.s2s_checkpoint
         return pre + [loop_stmt]
 
     def _iteration(self, s: gast.For):

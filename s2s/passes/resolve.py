@@ -143,7 +143,40 @@ class _Resolver(gast.NodeTransformer):
         except Exception:  # an object whose == raises is not np.add.at
             return False
 
+    def _is_checkpoint(self, func) -> bool:
+        from ..checkpointing import checkpoint
+
+        return self._maybe_value(func) is checkpoint
+
+    def visit_For(self, node):
+        """``for i in s2s.checkpoint(range(n), snapshots=k)``: a loop over ``range(n)`` marked
+        ``s2s_checkpoint = k`` (0 where the snapshots are left to ``max_tape_bytes``)."""
+        it = node.iter
+        if isinstance(it, gast.Call) and self._is_checkpoint(it.func):
+            self.stmt = node
+            inner = it.args[0] if len(it.args) == 1 else None
+            if not (isinstance(inner, gast.Call) and self._maybe_value(inner.func) is range) \
+                    or [k.arg for k in it.keywords if k.arg != "snapshots"]:
+                raise self._unsupported("this form of s2s.checkpoint on a loop",
+                                        hint="write `for i in s2s.checkpoint(range(...), snapshots=k)`")
+            snapshots = 0
+            for k in it.keywords:
+                value = k.value.value if isinstance(k.value, gast.Constant) else self._maybe_value(k.value)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise self._unsupported("s2s.checkpoint with snapshots other than a positive integer "
+                                            "known when the function is compiled")
+                snapshots = value
+            node.iter = inner
+            node.s2s_checkpoint = snapshots
+        return self.generic_visit(node)
+
     def visit_Call(self, node):
+        if isinstance(node.func, gast.Call) and self._is_checkpoint(node.func.func):
+            # s2s.checkpoint(f)(x): a call of f (whose forward sweep the adjoint sweep recomputes)
+            marker = node.func
+            if len(marker.args) != 1 or marker.keywords:
+                raise self._unsupported("this form of s2s.checkpoint on a call", hint="write s2s.checkpoint(f)(x)")
+            node.func = marker.args[0]
         func = node.func
         if isinstance(func, gast.Attribute) and self._is_local(func.value) or (
                 isinstance(func, gast.Attribute) and isinstance(self._maybe_value(func.value), np.ndarray)):

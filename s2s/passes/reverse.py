@@ -12,7 +12,9 @@ a push survives only where a value it restores is read later in the sweep.
 
 The adjoint sweep walks the statements backwards: ``if`` keeps its test,
 a ``for`` loop over ``range`` runs its range backwards, a ``while`` loop (and
-a loop that breaks) replays its recorded trip count. Each statement adds its
+a loop that breaks) replays its recorded trip count; a loop marked with
+``s2s.checkpoint`` (or whose tape would pass ``max_tape_bytes``) is reversed
+on a binomial schedule of snapshots instead (:mod:`s2s.passes.checkpoint`). Each statement adds its
 vector-Jacobian products into the operands' adjoints, named ``x_adj``. An
 adjoint used once is assigned (``_t1_adj = z_adj * y``); others are set to
 zero where their variable's scope ends and accumulated (``x_adj += ...``).
@@ -71,6 +73,7 @@ from ..analysis.types import Typed, atom_type
 from ..astutil import assign, call, const, dotted, located, name, subst
 from ..errors import NoRuleError
 from ..rules import Rule, template
+from . import checkpoint
 
 __all__ = ["ReverseTransform", "Contribution"]
 
@@ -110,7 +113,7 @@ class ReverseTransform:
     """Builds the combined forward and adjoint sweeps of one typed function."""
 
     def __init__(self, typed: Typed, activity: Activity, namer, vjp_of_call, seed: gast.expr | None = None,
-                 tuple_seed: bool = False):
+                 tuple_seed: bool = False, tape_budget: int = 2 ** 62, auto_checkpoint: bool = False):
         self.typed = typed
         self.fn = typed.function
         self.activity = activity
@@ -128,6 +131,10 @@ class ReverseTransform:
         self.records: list[dict] = []  # push/pop pairs, decided by to_be_recorded
         self.reads: list[tuple[str, int, frozenset]] = []
         self.counter_tapes: set[str] = set()
+        self.tape_budget = tape_budget  # bytes for the snapshots of a checkpointed loop
+        self.snapshot_vars: set[str] = set()  # variables a checkpointed loop snapshots
+        self.auto_checkpoint = auto_checkpoint  # checkpoint a loop whose tape would pass tape_budget
+        self.step_sizes: list = []  # (literal, loop): a loop's tape bytes per step, set once the tapes are known
 
     # ======================================================== analysis pass
     def analyse(self) -> None:
@@ -567,18 +574,30 @@ class ReverseTransform:
                 pre_rev.append(assign(count, call(gast.Attribute(value=name(tape), attr="pop", ctx=gast.Load()))))
         else:
             reversed_iter = self._reversed_range(start, stop, step)
+        push, pop = self._push_pop(s.target.id)
+        self.records.append(dict(vars={s.target.id}, stmt=s, push=push, pop=pop,
+                                 tape=self.namer.tape(s.target.id), kind="var",
+                                 type=self.typed.type_of(s.target.id)))
+        if hasattr(s, "s2s_checkpoint"):
+            state = checkpoint.state_of(self, s, lambda what: self.fn.unsupported(what, s))
+            fwd, rev, _ = checkpoint.checkpointed(self, s, state, fb, rb, s.s2s_checkpoint, self.tape_budget)
+            for node in rev:
+                self._tag(node, self.end[id(s)], self.loops[id(s)], overwrite=False)
+            return [push] + fwd, rev + [pop]
         fwd_loop = gast.For(target=s.target, iter=s.iter, body=fb, orelse=[], type_comment=None)
         fwd_loop.s2s_reserve = (s, s.iter)
         rev_loop = gast.For(target=copy.deepcopy(s.target), iter=reversed_iter, body=rb or [gast.Pass()],
                             orelse=[], type_comment=None)
         for node in pre_rev + [rev_loop]:
             self._tag(node, self.end[id(s)], self.loops[id(s)])
-        push, pop = self._push_pop(s.target.id)
-        self.records.append(dict(vars={s.target.id}, stmt=s, push=push, pop=pop,
-                                 tape=self.namer.tape(s.target.id), kind="var",
-                                 type=self.typed.type_of(s.target.id)))
         fwd = [push] + pre_fwd + [fwd_loop] + post_fwd
         rev = (pre_rev + [rev_loop] + [pop]) if rb else [pop]
+        state = checkpoint.automatic_state(self, s) if self.auto_checkpoint and rb else None
+        if state is not None:  # both versions, and the trip count picks one at run time
+            fwd_ck, rev_ck = checkpoint.either(self, s, state, fb, rb, fwd_loop, [rev_loop])
+            for node in rev_ck:
+                self._tag(node, self.end[id(s)], self.loops[id(s)], overwrite=False)
+            return [push] + fwd_ck, rev_ck + [pop]
         return fwd, rev
 
     def _reversed_range(self, start, stop, step):

@@ -66,6 +66,14 @@ defnondiff("count, offset, x", rt.basis)
 defnondiff("out, j", rt.unit_cotangent)
 defnondiff("out", rt.zero_cotangent)
 defnondiff("first, n", rt.batch_like)
+# checkpointing: the schedule counts; snapshot slots hold a tangent's snapshots as they hold a value's
+defnondiff("start, stop, step", rt.trip_count)
+defnondiff("n, budget, snapshot_bytes, most", rt.snapshot_count)
+defnondiff("n, snaps", rt.revolve_start)
+defnondiff("state", rt.revolve_next)
+_RULES[rt.revolve_next] = dataclasses.replace(_RULES[rt.revolve_next], pure=False)  # it advances `state`
+defrule(rt.snapshot_slots, "x, k", nondiff=("k",), fresh=True, jvp="rt.snapshot_slots(x_dot, k)")
+defrule(rt.snapshot_of, "x, slot", nondiff=("slot",), fresh=True, jvp="rt.snapshot_of(x_dot, slot)")
 
 defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contract(g, jacobian_dot)")
 
