@@ -9,7 +9,7 @@ Where Numba lacks a NumPy spelling (``np.mean(x, axis)``, ``keepdims``),
 
 import numpy as np
 
-from . import defnondiff, defrule, register_name
+from .table import defnondiff, defrule, register_name
 
 for _name in ("norm", "solve", "det", "inv", "slogdet"):
     register_name(getattr(np.linalg, _name), f"np.linalg.{_name}")

@@ -6,7 +6,7 @@ where both the operand and the result are scalars.
 
 import operator
 
-from . import defnondiff, defrule, register_name
+from .table import defnondiff, defrule, register_name
 
 for _fn in (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.matmul,
             operator.neg, operator.pos, operator.floordiv, operator.mod, operator.lt, operator.le,

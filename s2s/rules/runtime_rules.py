@@ -11,7 +11,8 @@ import numpy as np
 
 import s2s_runtime as rt
 
-from . import _RULES, canonical_name, deffacts, defnondiff, defrule, numpy_rules  # noqa: F401 (numpy_rules: copied below)
+from . import numpy_rules  # noqa: F401 (its rules are copied below)
+from .table import _RULES, canonical_name, deffacts, defnondiff, defrule
 
 # ----------------------------------------------------------- linear in the first argument
 defrule(rt.unbroadcast, "g, like", nondiff=("like",), jvp="rt.unbroadcast(g_dot, like)",
