@@ -29,9 +29,11 @@ from numba._dispatcher import compute_fingerprint
 
 from .analysis.types import typeof_value
 from .backend import load
-from .build import Builder, Module
+from .build import Builder
 from .cache import default_cache
 from .errors import CompileError, InputError, S2SError, summarize
+from .generated import Module
+from .ir import TransformRequest
 from .rules import lookup
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -142,7 +144,7 @@ class Transformed:
         nums = self.nums(len(structures))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
                           self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed),
-                          fast_math=self.fast_math)
+                          fast_math=self.fast_math, specialise=specialise)
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
@@ -476,6 +478,11 @@ def _is_float_tree(value) -> bool:
 
 
 _shared: dict = {}
+
+
+def specialise(request: TransformRequest) -> Transformed:
+    """The transform user code asks for while being compiled (``s2s.jvp(f, ...)`` inside ``g``)."""
+    return Transformed(request.fn, request.transform, request.argnums)
 
 
 def _transformed(fn, transform: str, argnums, has_aux: bool, target: str) -> Transformed:

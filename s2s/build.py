@@ -20,59 +20,27 @@ are sequenced by :mod:`s2s.program`):
 from __future__ import annotations
 
 import copy
-import functools
-from dataclasses import dataclass, field
 
 import gast
 from numba.core import types
 
-from . import __version__
 from .analysis.activity import Activity
 from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
 from .astutil import assign, call, const, name
 from .codegen import module_source
 from .custom import USER_RULES, custom_jvp, custom_vjp
 from .errors import InputError
+from .generated import ERROR_MODEL, Module, __version__, compiler_digest
+from .ir import Function
 from .naming import Namer
 from .passes import fuse, record, simplify, tapes, vector_math
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
-from .program import Function, Program
+from .program import Program
 
-__all__ = ["Builder", "Module"]
+__all__ = ["Builder"]
 
 TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jit")
-
-
-@dataclass
-class Module:
-    """A generated module: its text, the name of its entry function and what it needs to load."""
-
-    source: str
-    entry: str
-    line_map: dict
-    constants: dict = field(default_factory=dict)
-    filename: str = ""
-
-
-@functools.cache
-def compiler_digest() -> str:
-    """A digest of the compiler's and the runtime's own source (so that a changed s2s never reuses a cache)."""
-    import hashlib
-    import pathlib
-
-    import s2s_runtime
-
-    h = hashlib.sha256()
-    for package in (pathlib.Path(__file__).parent, pathlib.Path(s2s_runtime.__file__).parent):
-        for path in sorted(package.rglob("*.py")):
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-# NumPy's error model: a float division by zero gives inf or nan as in NumPy (Python's model raises, and its
-# check in every division keeps loops from vectorising)
-ERROR_MODEL = "error_model='numpy'"
 
 
 def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
@@ -94,11 +62,12 @@ class Builder:
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
                  target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
-                 takes_leaves: bool = False, fast_math: bool = True):
+                 takes_leaves: bool = False, fast_math: bool = True, specialise=None):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
         self.transform = transform
+        self.specialise = specialise  # s2s.ir.TransformRequest -> a callable transform (the API's)
         self.single = isinstance(argnums, int)
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self.has_aux = has_aux
@@ -122,7 +91,7 @@ class Builder:
 
     def program(self) -> Program:
         """The normalised user functions this transform reaches (cheap: no typing, no compiling)."""
-        program = Program()
+        program = Program(specialise=self.specialise)
         program.add(self.fn, {} if self.takes_leaves else self.structures)
         return program
 

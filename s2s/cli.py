@@ -88,9 +88,10 @@ def _argnums(text: str):
 
 
 def _builder(fn, transform: str, argnums, target: str):
+    from .api import specialise
     from .build import Builder
 
-    return Builder(fn, transform, argnums, target=target)
+    return Builder(fn, transform, argnums, target=target, specialise=specialise)
 
 
 # ---------------------------------------------------------------------- commands

@@ -1,7 +1,7 @@
 """``vmap(..., target="cuda")``: a CUDA kernel with one thread per example, compiled with numba.cuda.
 
 The kernel is built on the "into" variant of the per-example function (see
-:func:`s2s.vmap.into_variant`): thread ``b`` calls it on example ``b`` and
+:func:`s2s.batching.into_variant`): thread ``b`` calls it on example ``b`` and
 it writes the example's outputs into row ``b`` of the output arrays. The
 per-example function, and every function of its module that it calls, is
 compiled as a CUDA device function:
@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
 import linecache
 import re
 import warnings
@@ -59,12 +60,12 @@ from numba.core.ir_utils import find_callname, guard
 from numba.core.registry import cpu_target
 
 from .analysis.types import typeof_value
-from .api import Transformed, _Entry
+from .api import _Entry
 from .backend import load
-from .build import Module
+from .batching import bindings, dotted_name, extend, fixed_names, is_device_array, is_fixed, loop_parts
 from .codegen import IMPORTS
 from .errors import CompileError, UnsupportedError, summarize
-from .vmap import Vmapped, _bindings, _dotted_name, _fixed_names, _is_fixed, _loop_parts, extend, is_device_array
+from .generated import Module
 
 __all__ = ["kernel_entry", "Launcher", "THREADS_PER_BLOCK"]
 
@@ -197,8 +198,7 @@ def _with_into(module: Module, into) -> Module:
 
 def _user_file(fn) -> str | None:
     """The file of the user's function under the transforms and vmaps wrapping it."""
-    while isinstance(fn, (Transformed, Vmapped)):
-        fn = fn.fn
+    fn = inspect.unwrap(fn)  # a transform or a vmap wraps the function it was made of
     code = getattr(getattr(fn, "py_func", fn), "__code__", None)
     return code.co_filename if code else None
 
@@ -369,8 +369,8 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     line maps to None (dropped).
     """
     params = [a.arg for a in fn.args.args]
-    stores, updates = _bindings(fn)
-    shaped, fixed = _fixed_names(fn, params, stores, updates)
+    stores, updates = bindings(fn)
+    shaped, fixed = fixed_names(fn, params, stores, updates)
     env = dict(zip(params, example))  # the example's values of fixed names, and stand-ins of local arrays
     assigned = [(k, s) for k, s in enumerate(fn.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and s.targets[0].id not in params]
@@ -378,7 +378,7 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     tapes = []
     for index, stmt in assigned:
         target, call = stmt.targets[0].id, stmt.value
-        kind = _dotted_name(call.func) if isinstance(call, ast.Call) else None
+        kind = dotted_name(call.func) if isinstance(call, ast.Call) else None
         if target in fixed:
             env[target] = _evaluate(stmt.value, env)
         elif kind in LOCAL_FILLS and call.args and stores[target] - updates[target] == 2:
@@ -392,7 +392,7 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     for index, stmt in tapes:
         target, call = stmt.targets[0].id, stmt.value
         reserve = _fixed_reserve(fn, index, target, stores, shaped, fixed)
-        if _dotted_name(call.func) == "np.empty" and _is_zero(call.args[0]) and reserve is not None:
+        if dotted_name(call.func) == "np.empty" and _is_zero(call.args[0]) and reserve is not None:
             found[stmt.lineno] = (target, (int(_evaluate(reserve.value.args[1].right, env)),), None, None)
             found[reserve.lineno] = None
     return found
@@ -404,7 +404,7 @@ def _local_array(call: ast.Call, kind: str, env: dict, shaped: set, fixed: set) 
     if kind == "rt.basis":  # rt.basis(count, offset, x): the unit directions of x among count
         like = call.args[2] if len(call.args) == 3 else None
         if not (isinstance(like, ast.Name) and like.id in shaped and np.ndim(env[like.id]) <= 1
-                and all(_is_fixed(a, shaped, fixed) for a in call.args[:2])):
+                and all(is_fixed(a, shaped, fixed) for a in call.args[:2])):
             return None
         shape = (_evaluate(call.args[0], env), *np.shape(env[like.id]))
         fill = ("basis", _evaluate(call.args[1], env), np.size(env[like.id]))
@@ -412,7 +412,7 @@ def _local_array(call: ast.Call, kind: str, env: dict, shaped: set, fixed: set) 
         if not (isinstance(call.args[0], ast.Name) and call.args[0].id in shaped and call.args[0].id in env):
             return None
         shape = np.shape(env[call.args[0].id])
-    elif _is_fixed(call.args[0], shaped, fixed):
+    elif is_fixed(call.args[0], shaped, fixed):
         shape = _evaluate(call.args[0], env)
     else:
         return None
@@ -445,10 +445,10 @@ def _fixed_reserve(fn: ast.FunctionDef, start: int, tape: str, stores, shaped, f
                 continue
             if target == tape:
                 need = value.args[1] if isinstance(value, ast.Call) and len(value.args) == 2 else None
-                ok = _dotted_name(value.func) == "rt.reserve" and isinstance(value.args[0], ast.Name) \
+                ok = dotted_name(value.func) == "rt.reserve" and isinstance(value.args[0], ast.Name) \
                     and value.args[0].id == tape and isinstance(need, ast.BinOp) and isinstance(need.op, ast.Add) \
                     and isinstance(need.left, ast.Name) and need.left.id == f"{tape}_top" \
-                    and _is_fixed(need.right, shaped, fixed) if isinstance(value, ast.Call) else False
+                    and is_fixed(need.right, shaped, fixed) if isinstance(value, ast.Call) else False
                 return stmt if ok and zeroed else None
         if any(isinstance(n, ast.Name) and n.id in (tape, f"{tape}_top") and isinstance(n.ctx, ast.Store)
                for n in ast.walk(stmt)):
@@ -462,7 +462,7 @@ def _dtype_source(dtype) -> str:
 
 
 def _evaluate(expr: ast.expr, env: dict):
-    """The value of a fixed shape expression (see :func:`s2s.vmap._is_fixed`) for the example ``env``."""
+    """The value of a fixed shape expression (see :func:`s2s.batching.is_fixed`) for the example ``env``."""
     if isinstance(expr, ast.Constant):
         return expr.value
     if isinstance(expr, ast.Name):
@@ -492,7 +492,7 @@ class _ForDevice(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
-        name = _dotted_name(node.func) or ""
+        name = dotted_name(node.func) or ""
         short = name[3:] if name.startswith("np.") else None
         if short in NUMPY_AS_MATH:
             return ast.copy_location(ast.Call(func=_parse(NUMPY_AS_MATH[short]), args=node.args,
@@ -577,7 +577,7 @@ def _kernel_module(cpu: Module, rules: _KernelRules, into, axes: list, n_outputs
     functions = [_device_function(rules.functions[name], rules, cuda_name,
                                   rules.locals if name == into.function.name else {})
                  for name in rules.functions if name in rules.reached]
-    params, picks, _ = _loop_parts(axes)
+    params, picks, _ = loop_parts(axes)
     outs = [f"out{j}" for j in range(n_outputs)]
     call = f"{into.function.name}({', '.join([picks] + [f'{outs[j]}[b]' for j in into.rows])})"
     kernel = into.function.name.removesuffix("_into") + "_kernel"
