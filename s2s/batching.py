@@ -23,9 +23,10 @@ import astor
 import numpy as np
 
 from .generated import Module
+from .rules import lookup_spelling
 
-__all__ = ["Into", "into_variant", "extend", "loop_parts", "bindings", "fixed_names", "is_fixed", "dotted_name",
-           "is_device_array"]
+__all__ = ["Into", "into_variant", "extend", "loop_parts", "fill_of", "shaped_like", "bindings", "fixed_names",
+           "is_fixed", "dotted_name", "is_device_array"]
 
 
 def is_device_array(value) -> bool:
@@ -47,9 +48,24 @@ def loop_parts(axes: list) -> tuple[list[str], str, str]:
     return params, picks, f"{first}.shape[{axis}]"
 
 
-#: allocations an output can be made of, and the value the output's row is filled with ("full": their argument)
-FILLS = {"np.zeros": 0, "np.zeros_like": 0, "np.ones": 1, "np.ones_like": 1, "np.empty": None,
-         "np.empty_like": None, "np.full": "full", "np.full_like": "full"}
+def fill_of(call: ast.expr) -> str | None:
+    """What the allocation ``call`` fills its new array with, by its rule (``"0"``, ``"1"``, ``"empty"``,
+    ``"argument"``, ``"basis"``), or None where ``call`` is no allocation.
+
+        >>> fill_of(ast.parse("np.zeros_like(x)").body[0].value)
+        '0'
+    """
+    rule = lookup_spelling(dotted_name(call.func) or "") if isinstance(call, ast.Call) else None
+    return None if rule is None else rule.fill
+
+
+def shaped_like(call: ast.Call) -> bool:
+    """Whether the allocation ``call`` is shaped like its first argument (``np.zeros_like(x)``)."""
+    rule = lookup_spelling(dotted_name(call.func) or "")
+    return rule is not None and rule.like
+
+
+_ROW_FILLS = ("0", "1", "empty", "argument")  # the allocations an output row can be filled in place of
 
 
 @dataclass
@@ -255,9 +271,9 @@ def fixed_names(fn: ast.FunctionDef, params: list[str], stores: Counter, updates
 
 def _allocates_fixed(value: ast.expr, shaped: set[str], fixed: set[str]) -> bool:
     """Whether ``value`` allocates an array of the same shape for every example (``np.zeros((3,) + x.shape)``)."""
-    if not isinstance(value, ast.Call) or dotted_name(value.func) not in FILLS or not value.args:
+    if fill_of(value) not in _ROW_FILLS or not value.args:
         return False
-    if dotted_name(value.func).endswith("_like"):
+    if shaped_like(value):
         return isinstance(value.args[0], ast.Name) and value.args[0].id in shaped \
             and "shape" not in {k.arg for k in value.keywords}
     return is_fixed(value.args[0], shaped, fixed)
@@ -304,7 +320,7 @@ def _fresh_allocation(fn, value, params, stores, updates, shaped, fixed) -> ast.
     if stmt is None or not _allocates_fixed(stmt.value, shaped, fixed):
         return None
     call = stmt.value
-    if FILLS[dotted_name(call.func)] == "full" and len(call.args) < 2 \
+    if fill_of(call) == "argument" and len(call.args) < 2 \
             and "fill_value" not in {k.arg for k in call.keywords}:
         return None
     return stmt
@@ -313,15 +329,15 @@ def _fresh_allocation(fn, value, params, stores, updates, shaped, fixed) -> ast.
 def _fill(allocation: ast.Assign, example: np.ndarray) -> ast.stmt | None:
     """What replaces the allocation of an output in the "into" variant: its row filled (``v[...] = 0.0``)."""
     call = allocation.value
-    fill = FILLS[dotted_name(call.func)]
-    if fill is None:
+    fill = fill_of(call)
+    if fill == "empty":
         return None
-    if fill == "full":
+    if fill == "argument":
         value = call.args[1] if len(call.args) > 1 else next(k.value for k in call.keywords if k.arg == "fill_value")
         value = copy.deepcopy(value)
     else:
         kind = example.dtype.kind
-        value = ast.Constant(value=float(fill) if kind in "fc" else bool(fill) if kind == "b" else fill)
+        value = ast.Constant(value=float(fill) if kind in "fc" else bool(int(fill)) if kind == "b" else int(fill))
     row = ast.Subscript(value=ast.Name(id=allocation.targets[0].id, ctx=ast.Load()),
                         slice=ast.Constant(value=Ellipsis), ctx=ast.Store())
     return ast.copy_location(ast.Assign(targets=[row], value=value, lineno=allocation.lineno), allocation)

@@ -62,7 +62,17 @@ from numba.core.registry import cpu_target
 from .analysis.types import typeof_value
 from .api import _Entry
 from .backend import load
-from .batching import bindings, dotted_name, extend, fixed_names, is_device_array, is_fixed, loop_parts
+from .batching import (
+    bindings,
+    dotted_name,
+    extend,
+    fill_of,
+    fixed_names,
+    is_device_array,
+    is_fixed,
+    loop_parts,
+    shaped_like,
+)
 from .codegen import IMPORTS
 from .errors import CompileError, UnsupportedError, summarize
 from .generated import Module
@@ -90,9 +100,6 @@ BUILTINS_ON_DEVICE = frozenset({"range", "len", "abs", "float", "int", "bool", "
 #: array (the array itself in a kernel)
 RUNTIME_ON_DEVICE = frozenset({"unbroadcast", "unreduce", "select", "broadcast_like", "reversed_range",
                                "reversed_steps"})
-#: the allocations a fixed-size local array can replace, and what it is filled with (None: nothing)
-LOCAL_FILLS = {"np.zeros": "0", "np.zeros_like": "0", "np.ones": "1", "np.ones_like": "1", "np.empty": None,
-               "np.empty_like": None, "np.full": "full", "np.full_like": "full", "rt.basis": "basis"}
 _SCALARS = (types.Number, types.Boolean, types.NoneType, types.Omitted, types.Literal, types.RangeType)
 _NO_ALLOCATION = "a kernel cannot allocate: an array is an argument, a view of one, an output row, or a " \
                  "fixed-size local array (assigned once at the top of the function, with the same shape for " \
@@ -378,13 +385,12 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     tapes = []
     for index, stmt in assigned:
         target, call = stmt.targets[0].id, stmt.value
-        kind = dotted_name(call.func) if isinstance(call, ast.Call) else None
         if target in fixed:
             env[target] = _evaluate(stmt.value, env)
-        elif kind in LOCAL_FILLS and call.args and stores[target] - updates[target] == 2:
+        elif fill_of(call) and call.args and stores[target] - updates[target] == 2:
             tapes.append((index, stmt))  # perhaps a tape: sized by a reserve that follows
-        elif kind in LOCAL_FILLS and call.args and stores[target] - updates[target] == 1:
-            local = _local_array(call, kind, env, shaped, fixed)
+        elif fill_of(call) and call.args and stores[target] - updates[target] == 1:
+            local = _local_array(call, env, shaped, fixed)
             if local is not None:
                 shape, fill = local
                 found[stmt.lineno] = (target, shape, None, fill)
@@ -398,17 +404,17 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     return found
 
 
-def _local_array(call: ast.Call, kind: str, env: dict, shaped: set, fixed: set) -> tuple | None:
+def _local_array(call: ast.Call, env: dict, shaped: set, fixed: set) -> tuple | None:
     """The shape of the fixed-size local array replacing allocation ``call``, and what fills it (None: unfit)."""
-    fill = LOCAL_FILLS[kind]
-    if kind == "rt.basis":  # rt.basis(count, offset, x): the unit directions of x among count
+    fill = fill_of(call)
+    if fill == "basis":  # rt.basis(count, offset, x): the unit directions of x among count
         like = call.args[2] if len(call.args) == 3 else None
         if not (isinstance(like, ast.Name) and like.id in shaped and np.ndim(env[like.id]) <= 1
                 and all(is_fixed(a, shaped, fixed) for a in call.args[:2])):
             return None
         shape = (_evaluate(call.args[0], env), *np.shape(env[like.id]))
         fill = ("basis", _evaluate(call.args[1], env), np.size(env[like.id]))
-    elif kind.endswith("_like"):
+    elif shaped_like(call):
         if not (isinstance(call.args[0], ast.Name) and call.args[0].id in shaped and call.args[0].id in env):
             return None
         shape = np.shape(env[call.args[0].id])
@@ -416,7 +422,9 @@ def _local_array(call: ast.Call, kind: str, env: dict, shaped: set, fixed: set) 
         shape = _evaluate(call.args[0], env)
     else:
         return None
-    if fill == "full":
+    if fill == "empty":
+        fill = None
+    elif fill == "argument":
         fill = call.args[1] if len(call.args) > 1 else next(
             (k.value for k in call.keywords if k.arg == "fill_value"), None)
         if fill is None:

@@ -100,3 +100,67 @@ def test_no_import_circle():
     if cycle:
         steps = [f"{a} imports {b} (line {graph[a][b]})" for a, b in zip(cycle, cycle[1:])]
         raise AssertionError("import circle:\n  " + "\n  ".join(steps))
+
+
+# ---------------------------------------------------------------------- facts about functions live in the rules
+#: side lists of function names not yet moved into the rule tables (issue 11): this list only shrinks
+NOT_YET_IN_RULES = {
+    ("s2s/cuda.py", "NUMPY_ON_DEVICE"), ("s2s/cuda.py", "NUMPY_AS_MATH"), ("s2s/cuda.py", "NUMPY_AS_OPERATOR"),
+    ("s2s/cuda.py", "BUILTINS_ON_DEVICE"), ("s2s/cuda.py", "RUNTIME_ON_DEVICE"),
+    ("s2s/passes/comprehensions.py", "stackers"), ("s2s/passes/resolve.py", "ARRAY_METHODS"),
+    ("s2s/passes/resolve.py", "_BUILTINS_KEPT"), ("s2s/passes/vector_math.py", "_MATH"),
+}
+#: collections of names that are not functions (attribute names that NumPy also has as functions)
+NOT_FUNCTIONS = {("s2s/passes/resolve.py", "_ALLOWED_ATTRIBUTES")}
+
+
+def _names_a_function(text) -> bool:
+    """Whether ``text`` spells a function generated code may call (``np.sin``, ``rt.sum``, ``exp``, ``len``)."""
+    import math
+
+    import numpy as np
+
+    import s2s_runtime
+    from s2s.rules import resolve_spelling
+
+    if not isinstance(text, str) or not text.replace(".", "").replace("_", "").isalnum():
+        return False
+    return any(callable(obj) for obj in (resolve_spelling(text), getattr(np, text, None),
+                                         getattr(s2s_runtime, text, None), getattr(math, text, None)))
+
+
+def _strings(node: ast.expr) -> list:
+    """The string constants of a literal collection (a dict's keys), through ``frozenset(...)`` and the like."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args \
+            and node.func.id in ("frozenset", "set", "tuple", "list", "dict"):
+        node = node.args[0]
+    if isinstance(node, ast.Dict):
+        return [k.value for k in node.keys if isinstance(k, ast.Constant)]
+    if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant)]
+    return []
+
+
+def side_lists() -> set[tuple[str, str]]:
+    """(file, variable) of every collection of three or more function names bound outside ``s2s/rules``."""
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "rules" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                if sum(_names_a_function(s) for s in _strings(node.value)) >= 3:
+                    target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+                    found.add((path.relative_to(PACKAGE.parent).as_posix(), ast.unparse(target)))
+    return found
+
+
+def test_the_side_list_finder_finds_one():
+    tree = ast.parse('ELEMENTWISE = {"np.exp", "np.sin", "np.tanh"}\nSIDES = ["left", "right", "up"]')
+    assert [sum(_names_a_function(s) for s in _strings(n.value)) for n in tree.body] == [3, 0]
+
+
+def test_no_new_list_of_function_facts_outside_the_rules():
+    found = side_lists() - NOT_FUNCTIONS
+    assert found <= NOT_YET_IN_RULES, f"facts about functions belong in s2s/rules: {sorted(found - NOT_YET_IN_RULES)}"
+    assert NOT_YET_IN_RULES <= found, f"moved into the rules: drop {sorted(NOT_YET_IN_RULES - found)} from the list"

@@ -40,19 +40,25 @@ from numba.core import types as nbtypes
 
 from ..astutil import assign, call, const, dotted, name
 from ..naming import Namer
+from ..rules import lookup_spelling
 from .simplify import simplify
 
 __all__ = ["fuse", "Namer"]
 
-ELEMENTWISE = {
-    "np.exp", "np.log", "np.sin", "np.cos", "np.tan", "np.tanh", "np.sinh", "np.cosh", "np.sqrt", "np.abs",
-    "np.absolute", "np.fabs", "np.sign", "np.square", "np.log1p", "np.expm1", "np.log2", "np.log10", "np.exp2",
-    "np.arctan", "np.arcsin", "np.arccos", "np.arcsinh", "np.arccosh", "np.arctanh", "np.maximum", "np.minimum",
-    "np.where", "np.hypot", "np.arctan2", "np.reciprocal", "np.negative", "np.positive", "np.power", "np.cbrt",
-    "np.logaddexp", "np.floor", "np.ceil", "np.fmax", "np.fmin",
-}
-_IDENTITY = {"rt.unbroadcast", "rt.broadcast_like"}
-_FILL = {"np.zeros_like": 0.0, "np.ones_like": 1.0, "np.empty_like": 0.0}
+
+
+def _fact(spelling: str, fact: str):
+    """What the rule of the function generated code spells ``spelling`` says of ``fact`` (None: no rule)."""
+    rule = lookup_spelling(spelling)
+    return None if rule is None else getattr(rule, fact)
+
+
+def _fill_like(value) -> float | None:
+    """The element of a new array shaped like its argument (``np.zeros_like(x)``: 0.0; empty: 0.0), else None."""
+    if not isinstance(value, gast.Call) or not _fact(_dotted(value.func), "like"):
+        return None
+    fill = _fact(_dotted(value.func), "fill")
+    return {"0": 0.0, "1": 1.0, "empty": 0.0}.get(fill)
 
 
 def _dotted(node) -> str:
@@ -112,9 +118,9 @@ class _Fuser:
                 and self.elementwise(expr.comparators[0], run)
         if isinstance(expr, gast.Call) and not expr.keywords:
             spelling = _dotted(expr.func)
-            if spelling in ELEMENTWISE:
+            if _fact(spelling, "elementwise"):
                 return all(self.elementwise(a, run) for a in expr.args)
-            if spelling in _IDENTITY:
+            if _fact(spelling, "passes_through"):
                 like = expr.args[1]
                 return isinstance(like, gast.Name) and self.array_ndim(like.id) == run.ndim \
                     and self.elementwise(expr.args[0], run)
@@ -134,7 +140,7 @@ class _Fuser:
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
             target, value = s.targets[0].id, s.value
             if self.array_ndim(target) == run.ndim:
-                if isinstance(value, gast.Call) and _dotted(value.func) in _FILL and len(value.args) == 1 \
+                if _fill_like(value) is not None and len(value.args) == 1 \
                         and isinstance(value.args[0], gast.Name) and self.array_ndim(value.args[0].id) == run.ndim:
                     return True
                 return self.elementwise(value, run) and self._reads_arrays(value)
@@ -235,7 +241,7 @@ class _Fuser:
 
             def visit_Call(inner, node):  # noqa: N805
                 spelling = _dotted(node.func)
-                if spelling in _IDENTITY:
+                if _fact(spelling, "passes_through"):
                     return inner.visit(node.args[0])
                 if spelling == "rt.unreduce":
                     return copy.deepcopy(node.args[0])
@@ -250,8 +256,8 @@ class _Fuser:
                     expr = _Scalarize().visit(copy.deepcopy(value.args[0]))
                     body.append(assign(target, call("rt.vm.reduce_add", name(target), expr)))
                     continue
-                if isinstance(value, gast.Call) and _dotted(value.func) in _FILL:
-                    expr = const(_FILL[_dotted(value.func)])
+                if _fill_like(value) is not None:
+                    expr = const(_fill_like(value))
                 else:
                     expr = _Scalarize().visit(copy.deepcopy(value))
                 body.append(assign(elem(target), expr))

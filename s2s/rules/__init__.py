@@ -40,13 +40,14 @@ from .table import (
     deffacts,
     defnondiff,
     defrule,
+    mark,
     register_name,
     resolve_spelling,
     template,
 )
 
 __all__ = ["Rule", "defrule", "defnondiff", "deffacts", "lookup", "lookup_spelling", "resolve_spelling", "template",
-           "canonical_name", "registered", "register_name", "impl_rule"]
+           "canonical_name", "registered", "register_name", "impl_rule", "mark"]
 
 
 def lookup(fn) -> Rule | None:

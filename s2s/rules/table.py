@@ -8,12 +8,13 @@ tables when a rule is first looked up.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 
 import gast
 
-__all__ = ["Rule", "defrule", "defnondiff", "deffacts", "register_name", "resolve_spelling", "template",
+__all__ = ["Rule", "defrule", "defnondiff", "deffacts", "mark", "register_name", "resolve_spelling", "template",
            "canonical_name"]
 
 
@@ -43,6 +44,11 @@ class Rule:
     impl_when: frozenset = frozenset()  # call `impl` only when one of these is passed (empty: always)
     expand: str | None = None  # a tuple of single-result calls generated code writes instead (``slogdet``)
     check: object = None  # check(bound) -> None, or why these (source) arguments are not supported
+    elementwise: bool = False  # element i of the result depends on element i of each (broadcast) argument only
+    stacks: bool = False  # the forward rule holds as written for tangents with a leading axis of directions
+    fill: str | None = None  # a new array of "0", "1", "argument" (np.full's value), "basis" vectors, or "empty"
+    like: bool = False  # the result has the shape of the first argument (``np.zeros_like``)
+    passes_through: bool = False  # the first argument's values, only broadcast or summed to the second's shape
 
     def bind(self, args: list, keywords: dict) -> dict | None:
         """Map call arguments to parameter names (defaults as parsed source); None if they do not fit."""
@@ -137,6 +143,18 @@ def resolve_spelling(spelling: str):
     for part in rest:
         obj = getattr(obj, part, None)
     return obj
+
+
+def mark(*fns, **facts) -> None:
+    """Add ``facts`` (fields of :class:`Rule`) to the registered rules of ``fns``.
+
+        >>> import s2s_runtime as rt
+        >>> mark(rt.assign_into, elementwise=False)
+        >>> _RULES[rt.assign_into].elementwise
+        False
+    """
+    for fn in fns:
+        _RULES[fn] = dataclasses.replace(_RULES[fn], **facts)
 
 
 def register_name(fn, name: str) -> None:
