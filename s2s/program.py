@@ -1,12 +1,9 @@
 """A program: the user functions one transform reaches, normalised, and their module names.
 
 ``Program().add(f)`` parses ``f``, checks it against the fence and runs the
-normalising passes in order; every user function ``f`` calls is added the
-same way, once. The pipeline is this ordered list:
-
-    fence → positional parameters → lift nested functions → flatten containers → split dict records
-          → resolve names → lower control flow → lower comprehensions → lower sequences → A-normal form
-          → split tuples
+normalising passes in order (the stages ``front`` and ``normalise`` of
+:mod:`s2s.pipeline`); every user function ``f`` calls is added the same
+way, once.
 
     >>> def f(x):
     ...     return x * x + 1.0
@@ -16,22 +13,20 @@ same way, once. The pipeline is this ordered list:
         _t2 = _t1 + 1.0
         return _t2
 
-Set ``S2S_VERBOSE=1`` to print the source after each pass.
+Set ``S2S_VERBOSE=1`` to print the source after each pass of each stage.
 """
 
 from __future__ import annotations
 
 import copy
-import os
 
 import gast
 
-from . import ir
-from .astutil import to_source
+from . import ir, pipeline
 from .custom import custom_jvp, custom_vjp
 from .frontend import Source, wrap_call
 from .naming import Namer
-from .passes import anf, comprehensions, control_flow, fence, flatten, lift, params, records, resolve, sequences, tuples
+from .passes import lift
 
 __all__ = ["Program"]
 
@@ -66,36 +61,24 @@ class Program(ir.Program):
     def _normalise(self, key, src: Source, module_name: str) -> None:
         node = copy.deepcopy(src.node)
         node.name = module_name
-        verbose = os.environ.get("S2S_VERBOSE")
-        fence.check(src)
-        params.positional(node)  # keyword-only parameters last; calls pass every argument by position
         structures = dict(key[1]) if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], tuple) else {}
-        locals_ = lift.local_names(node)
-        namer = Namer(locals_ | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)})
+        ctx = pipeline.Context(None, src=src, program=self, key=key, structures=structures)
+        node = pipeline.run("front", node, ctx)
+        ctx.namer = Namer(lift.local_names(node) | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)})
+        node = pipeline.run("normalise", node, ctx)
+        function = ir.Function(src, module_name, node, ctx.namer, [a.id for a in node.args.args])
+        self.functions[key] = function
+        self.by_name[module_name] = function
+
+    def lift_nested(self, node: gast.FunctionDef, src: Source, key) -> None:
+        """Move the functions nested in ``node`` out to the module, queued for normalising (the lift pass)."""
+        module_name = node.name
 
         def nested_name(g):
             return self.namer.fresh(f"{module_name}_{g.name}")
 
-        for lifted, lifted_name in lift.lift(node, locals_, nested_name, src.unsupported):
+        for lifted, lifted_name in lift.lift(node, lift.local_names(node), nested_name, src.unsupported):
             nested_src = Source(None, lifted_name, src.filename, lifted, src.globals, src.closure)
             nested_key = ((key, lifted_name), ())
             self._names[nested_key] = lifted_name
             self._pending.append((nested_key, nested_src))
-        if structures:
-            names = [a.id for a in node.args.args]
-            flatten.flatten(node, {names[k]: t for k, t in structures.items()}, namer, src)
-        for step, run in (
-            ("dict records", lambda n: records.lower(n, namer, src.unsupported)),
-            ("resolve", lambda n: resolve.resolve(src, n, lift.local_names(n), self)),
-            ("control flow", lambda n: control_flow.lower(n, namer, src.unsupported)),
-            ("comprehensions", lambda n: comprehensions.lower(n, namer, src.unsupported)),
-            ("sequences", lambda n: sequences.lower(n, namer, src.unsupported)),
-            ("A-normal form", lambda n: anf.normalize(n, namer, src.unsupported)),
-            ("split tuples", lambda n: tuples.split(n, namer)),
-        ):
-            node = run(node)
-            if verbose:
-                print(f"# --- {module_name} after {step}\n{to_source(node)}\n")
-        function = ir.Function(src, module_name, node, namer, [a.id for a in node.args.args])
-        self.functions[key] = function
-        self.by_name[module_name] = function
