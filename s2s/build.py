@@ -1,10 +1,12 @@
 """Build: from a user function, a transform and argument types, to a generated module.
 
-This is the one place that sequences the compiler (the normalising passes
-are sequenced by :mod:`s2s.program`):
+The driver of the transform: it normalises the program (:mod:`s2s.program`),
+types it (Numba), differentiates it (``reverse`` or ``forward``, with the
+activity and to-be-recorded analyses) and runs the stages of
+:mod:`s2s.pipeline` on every generated function before codegen:
 
-    program (fence → lift → flatten → resolve → control flow → A-normal form)
-      → types (Numba) → activity → reverse | forward → to-be-recorded → simplify → tapes → codegen
+    program → types (Numba) → activity → reverse | forward → record
+      → pipeline stages (primal, reverse, callee vjp, forward, finish) → codegen
 
     >>> import numba
     >>> import numpy as np
