@@ -22,11 +22,12 @@ from dataclasses import dataclass
 import astor
 import numpy as np
 
+from .astutil import attr_chain
 from .generated import Module
 from .rules import lookup_spelling
 
 __all__ = ["Into", "into_variant", "extend", "loop_parts", "fill_of", "shaped_like", "bindings", "fixed_names",
-           "is_fixed", "dotted_name", "is_device_array"]
+           "is_fixed", "is_device_array"]
 
 
 def is_device_array(value) -> bool:
@@ -55,13 +56,13 @@ def fill_of(call: ast.expr) -> str | None:
         >>> fill_of(ast.parse("np.zeros_like(x)").body[0].value)
         '0'
     """
-    rule = lookup_spelling(dotted_name(call.func) or "") if isinstance(call, ast.Call) else None
+    rule = lookup_spelling(attr_chain(call.func) or "") if isinstance(call, ast.Call) else None
     return None if rule is None else rule.fill
 
 
 def shaped_like(call: ast.Call) -> bool:
     """Whether the allocation ``call`` is shaped like its first argument (``np.zeros_like(x)``)."""
-    rule = lookup_spelling(dotted_name(call.func) or "")
+    rule = lookup_spelling(attr_chain(call.func) or "")
     return rule is not None and rule.like
 
 
@@ -177,7 +178,7 @@ def _decide_shape_tests(fn: ast.FunctionDef, params: list[str], arguments: list)
         out = []
         for stmt in body:
             test = getattr(stmt, "test", None)
-            if isinstance(stmt, ast.If) and isinstance(test, ast.Call) and dotted_name(test.func) == "rt.same_shape" \
+            if isinstance(stmt, ast.If) and isinstance(test, ast.Call) and attr_chain(test.func) == "rt.same_shape" \
                     and test.args and all(isinstance(a, ast.Name) and a.id in shapes for a in test.args):
                 same = len({shapes[a.id] for a in test.args}) == 1
                 out += decide(stmt.body if same else stmt.orelse)
@@ -210,7 +211,7 @@ def _jacobian_into(fn, call: ast.Call, row: str, row_ndim: int, x_ndim: int | No
     the block's).
     """
     stores, updates, shaped, fixed = facts
-    if dotted_name(call.func) != "rt.jacobian" or x_ndim is None or x_ndim > 1 or call.keywords:
+    if attr_chain(call.func) != "rt.jacobian" or x_ndim is None or x_ndim > 1 or call.keywords:
         return None
     tangent, out, offset, x = call.args
     out_ndim = row_ndim - x_ndim
@@ -282,7 +283,7 @@ def _allocates_fixed(value: ast.expr, shaped: set[str], fixed: set[str]) -> bool
 def _is_copy_of_itself(stmt: ast.stmt) -> bool:
     """``x = np.copy(x)``: what a derivative does on entry to a parameter it writes into (same shape)."""
     return isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-        and isinstance(stmt.value, ast.Call) and dotted_name(stmt.value.func) == "np.copy" \
+        and isinstance(stmt.value, ast.Call) and attr_chain(stmt.value.func) == "np.copy" \
         and len(stmt.value.args) == 1 and isinstance(stmt.value.args[0], ast.Name) \
         and stmt.value.args[0].id == stmt.targets[0].id
 
@@ -303,7 +304,7 @@ def is_fixed(expr: ast.expr, shaped: set[str], fixed: set[str]) -> bool:
         return isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)) \
             and is_fixed(expr.left, shaped, fixed) and is_fixed(expr.right, shaped, fixed)
     if isinstance(expr, ast.Call):
-        return dotted_name(expr.func) == "len" and len(expr.args) == 1 and isinstance(expr.args[0], ast.Name) \
+        return attr_chain(expr.func) == "len" and len(expr.args) == 1 and isinstance(expr.args[0], ast.Name) \
             and expr.args[0].id in shaped and not expr.keywords
     return False
 
@@ -341,15 +342,6 @@ def _fill(allocation: ast.Assign, example: np.ndarray) -> ast.stmt | None:
     row = ast.Subscript(value=ast.Name(id=allocation.targets[0].id, ctx=ast.Load()),
                         slice=ast.Constant(value=Ellipsis), ctx=ast.Store())
     return ast.copy_location(ast.Assign(targets=[row], value=value, lineno=allocation.lineno), allocation)
-
-
-def dotted_name(node) -> str | None:
-    """``'np.zeros'`` for such a chain of names, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
 
 
 def _fresh(base: str, taken: set[str]) -> str:

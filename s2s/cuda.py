@@ -61,10 +61,10 @@ from numba.core.registry import cpu_target
 
 from .analysis.types import typeof_value
 from .api import _Entry
+from .astutil import attr_chain
 from .backend import load
 from .batching import (
     bindings,
-    dotted_name,
     extend,
     fill_of,
     fixed_names,
@@ -398,7 +398,7 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     for index, stmt in tapes:
         target, call = stmt.targets[0].id, stmt.value
         reserve = _fixed_reserve(fn, index, target, stores, shaped, fixed)
-        if dotted_name(call.func) == "np.empty" and _is_zero(call.args[0]) and reserve is not None:
+        if attr_chain(call.func) == "np.empty" and _is_zero(call.args[0]) and reserve is not None:
             found[stmt.lineno] = (target, (int(_evaluate(reserve.value.args[1].right, env)),), None, None)
             found[reserve.lineno] = None
     return found
@@ -453,7 +453,7 @@ def _fixed_reserve(fn: ast.FunctionDef, start: int, tape: str, stores, shaped, f
                 continue
             if target == tape:
                 need = value.args[1] if isinstance(value, ast.Call) and len(value.args) == 2 else None
-                ok = dotted_name(value.func) == "rt.reserve" and isinstance(value.args[0], ast.Name) \
+                ok = attr_chain(value.func) == "rt.reserve" and isinstance(value.args[0], ast.Name) \
                     and value.args[0].id == tape and isinstance(need, ast.BinOp) and isinstance(need.op, ast.Add) \
                     and isinstance(need.left, ast.Name) and need.left.id == f"{tape}_top" \
                     and is_fixed(need.right, shaped, fixed) if isinstance(value, ast.Call) else False
@@ -500,7 +500,7 @@ class _ForDevice(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
-        name = dotted_name(node.func) or ""
+        name = attr_chain(node.func) or ""
         short = name[3:] if name.startswith("np.") else None
         if short in NUMPY_AS_MATH:
             return ast.copy_location(ast.Call(func=_parse(NUMPY_AS_MATH[short]), args=node.args,

@@ -38,7 +38,7 @@ import copy
 import gast
 from numba.core import types as nbtypes
 
-from ..astutil import assign, call, const, dotted, name
+from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..naming import Namer
 from ..rules import lookup_spelling
 from .simplify import simplify
@@ -55,18 +55,10 @@ def _fact(spelling: str, fact: str):
 
 def _fill_like(value) -> float | None:
     """The element of a new array shaped like its argument (``np.zeros_like(x)``: 0.0; empty: 0.0), else None."""
-    if not isinstance(value, gast.Call) or not _fact(_dotted(value.func), "like"):
+    if not isinstance(value, gast.Call) or not _fact(attr_chain(value.func) or "", "like"):
         return None
-    fill = _fact(_dotted(value.func), "fill")
+    fill = _fact(attr_chain(value.func) or "", "fill")
     return {"0": 0.0, "1": 1.0, "empty": 0.0}.get(fill)
-
-
-def _dotted(node) -> str:
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else ""
 
 
 class _Run:
@@ -117,7 +109,7 @@ class _Fuser:
             return len(expr.ops) == 1 and self.elementwise(expr.left, run) \
                 and self.elementwise(expr.comparators[0], run)
         if isinstance(expr, gast.Call) and not expr.keywords:
-            spelling = _dotted(expr.func)
+            spelling = attr_chain(expr.func) or ""
             if _fact(spelling, "elementwise"):
                 return all(self.elementwise(a, run) for a in expr.args)
             if _fact(spelling, "passes_through"):
@@ -144,7 +136,7 @@ class _Fuser:
                         and isinstance(value.args[0], gast.Name) and self.array_ndim(value.args[0].id) == run.ndim:
                     return True
                 return self.elementwise(value, run) and self._reads_arrays(value)
-            if self.is_scalar(target) and isinstance(value, gast.Call) and _dotted(value.func) == "np.sum" \
+            if self.is_scalar(target) and isinstance(value, gast.Call) and (attr_chain(value.func) or "") == "np.sum" \
                     and len(value.args) == 1 and not value.keywords:
                 return self.elementwise(value.args[0], run) and self._reads_arrays(value.args[0])
             return False
@@ -240,7 +232,7 @@ class _Fuser:
                 return node
 
             def visit_Call(inner, node):  # noqa: N805
-                spelling = _dotted(node.func)
+                spelling = attr_chain(node.func) or ""
                 if _fact(spelling, "passes_through"):
                     return inner.visit(node.args[0])
                 if spelling == "rt.unreduce":
