@@ -50,7 +50,6 @@ import ast
 import copy
 import inspect
 import linecache
-import re
 import warnings
 
 import astor
@@ -74,8 +73,8 @@ from .batching import (
     shaped_like,
 )
 from .codegen import IMPORTS
-from .errors import CompileError, UnsupportedError, summarize
-from .generated import Module
+from .errors import CompileError, UnsupportedError
+from .generated import Module, compile_error
 
 __all__ = ["kernel_entry", "Launcher", "THREADS_PER_BLOCK"]
 
@@ -182,14 +181,7 @@ class Launcher:
 
     def _compile_error(self, exc: Exception) -> CompileError:
         """numba.cuda's error, located at the user's line where the generated line maps to one."""
-        text = str(exc)
-        lines = re.findall(rf'File "{re.escape(self.module.filename)}", line (\d+)', text)
-        line = int(lines[-1]) if lines else None
-        user_line = self.module.line_map.get(line) if line else None
-        filename, line_text = (self.user_file, linecache.getline(self.user_file, user_line).rstrip()) \
-            if user_line and self.user_file else (None, None)
-        return CompileError(f"numba.cuda cannot compile the kernel ({self.module.filename}): "
-                            f"{type(exc).__name__}: {summarize(text)}", filename, user_line, line_text)
+        return compile_error(self.module, exc, "numba.cuda cannot compile the kernel", self.user_file)
 
 
 def _to_device(leaf):

@@ -1,6 +1,6 @@
 """What every generated module shares: its record, the version and digest of the compiler that made it.
 
-A leaf module (it imports nothing of s2s), so that the driver, the disk
+A leaf module (of s2s it imports the errors only), so that the driver, the disk
 cache, the backends and ``vmap`` can all name a :class:`Module` without
 importing each other.
 
@@ -12,9 +12,13 @@ importing each other.
 from __future__ import annotations
 
 import functools
+import linecache
+import re
 from dataclasses import dataclass, field
 
-__all__ = ["Module", "compiler_digest", "ERROR_MODEL", "__version__"]
+from .errors import CompileError, summarize
+
+__all__ = ["Module", "compiler_digest", "compile_error", "ERROR_MODEL", "__version__"]
 
 __version__ = "0.1.0"
 
@@ -48,3 +52,21 @@ def compiler_digest() -> str:
 # NumPy's error model: a float division by zero gives inf or nan as in NumPy (Python's model raises, and its
 # check in every division keeps loops from vectorising)
 ERROR_MODEL = "error_model='numpy'"
+
+
+def compile_error(module: Module, exc: Exception, what: str, user_file: str | None) -> CompileError:
+    """Numba's error ``exc`` from compiling ``module``, located at the user's line (of ``user_file``) where the
+    generated line maps to one; the message starts with ``what`` (``"Numba cannot compile the kernel"``).
+
+        >>> m = Module("def f(x):\\n    return x.foo\\n", "f", {2: 7}, filename="gen.py")
+        >>> error = compile_error(m, TypeError('File "gen.py", line 2, in f'), "Numba cannot compile f", None)
+        >>> error.filename, error.lineno
+        (None, 7)
+    """
+    text = str(exc)
+    lines = re.findall(rf'File "{re.escape(module.filename)}", line (\d+)', text)
+    lineno = module.line_map.get(int(lines[-1])) if lines else None
+    located = bool(lineno and user_file)
+    return CompileError(f"{what} ({module.filename}): {type(exc).__name__}: {summarize(text)}",
+                        user_file if located else None, lineno,
+                        linecache.getline(user_file, lineno).rstrip() if located else None)
