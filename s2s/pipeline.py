@@ -56,15 +56,17 @@ __all__ = ["Context", "Pass", "STAGES", "run"]
 class Context:
     """What the passes of a stage may ask for about the function they rewrite.
 
-    Normalising: ``src`` (the user's source), ``program`` (the program being
-    filled), ``structures`` (the containers the parameters receive).
-    Generating: ``pure`` (functions whose unused calls may go), ``scalars``
-    (float scalar variables), ``types`` (variable → Numba type, for fusion;
-    None: no fusion), ``scalar_tapes``, ``inplace`` (``x op= e`` on arrays
-    updates them, as under ``jit``).
+    Every pass: ``namer`` (fresh names; the normalising driver sets it after
+    the front stage). Normalising: ``src`` (the user's source), ``program``
+    (the program being filled), ``key`` (the function's key in it),
+    ``structures`` (the containers the parameters receive). Generating:
+    ``pure`` (functions whose unused calls may go), ``scalars`` (float scalar
+    variables), ``types`` (variable → Numba type, for fusion; None: no
+    fusion) and ``return_type``, ``scalar_tapes`` (for the tapes pass),
+    ``inplace`` (``x op= e`` on arrays updates them, as under ``jit``).
     """
 
-    namer: Namer
+    namer: Namer | None
     src: object = None
     program: object = None
     key: object = None
