@@ -29,7 +29,7 @@ import gast
 
 from s2s_runtime.vmath import FUNCTIONS
 
-from ..astutil import dotted
+from ..astutil import attr_chain, dotted
 
 __all__ = ["vector_math", "exact_math_requested"]
 
@@ -43,14 +43,6 @@ _CALLS = {**FUNCTIONS, **_MATH, "math.log": "log", "np.sum": "sum"}
 def exact_math_requested() -> bool:
     """Whether the environment asks for libm everywhere (``S2S_EXACT_MATH=1``)."""
     return os.environ.get("S2S_EXACT_MATH", "0") not in ("", "0")
-
-
-def _spelling(node) -> str:
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else ""
 
 
 _FUSED_INDEX = re.compile(r"^_i\d*$")  # the element loops of the fusion pass
@@ -70,7 +62,7 @@ class _Calls(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        replacement = _CALLS.get(_spelling(node.func))
+        replacement = _CALLS.get(attr_chain(node.func) or "")
         if replacement and len(node.args) == 1 and not node.keywords \
                 and not isinstance(node.args[0], gast.Starred) and not self._lone_scalar(node.args[0]):
             node.func = dotted(f"rt.vm.{replacement}")
