@@ -8,10 +8,8 @@
     array([2., 4.])
 """
 
-__version__ = "0.1.0"
-
-from . import tree_util  # noqa: E402
-from .api import (  # noqa: E402
+from . import tree_util
+from .api import (
     Transformed,
     grad,
     hessian,
@@ -25,11 +23,12 @@ from .api import (  # noqa: E402
     value_and_grad,
     vjp,
 )
-from .check import check_grads  # noqa: E402
-from .checkpointing import checkpoint  # noqa: E402
-from .custom import custom_jvp, custom_vjp, defrule  # noqa: E402
-from .errors import CompileError, InputError, NoRuleError, S2SError, UnsupportedError  # noqa: E402
-from .vmap import vmap  # noqa: E402
+from .check import check_grads
+from .checkpointing import checkpoint
+from .custom import custom_jvp, custom_vjp, defrule
+from .errors import CompileError, InputError, NoRuleError, S2SError, UnsupportedError
+from .generated import __version__ as __version__
+from .vmap import vmap
 
 __all__ = [
     "CompileError",

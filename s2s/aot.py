@@ -105,7 +105,7 @@ def build(entries: list[Entry], output: str, compiled: bool = False, progress: b
         if compiled:
             from .pycc import compile_extension
 
-            written.append(compile_extension(out_name, built, output))
+            written.append(compile_extension(out_name, *merge(out_name, built), output))
         else:
             written.append(_write_python(out_name, built, output))
     return written

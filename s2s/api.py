@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import linecache
 import os
 import re
 import traceback
@@ -29,9 +28,11 @@ from numba._dispatcher import compute_fingerprint
 
 from .analysis.types import typeof_value
 from .backend import load
-from .build import Builder, Module
+from .build import Builder
 from .cache import default_cache
-from .errors import CompileError, InputError, S2SError, summarize
+from .errors import CompileError, InputError, S2SError
+from .generated import Module, compile_error
+from .ir import TransformRequest
 from .rules import lookup
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -143,7 +144,7 @@ class Transformed:
         nums = self.nums(len(structures))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
                           self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed),
-                          fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes)
+                          fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes, specialise=specialise)
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
@@ -181,15 +182,9 @@ class Transformed:
 
     def _compile_error(self, module: Module, exc: Exception) -> CompileError:
         """The Numba error ``exc`` from compiling ``module``, located at the user's line where known."""
-        text = str(exc)
-        lines = re.findall(rf'File "{re.escape(module.filename)}", line (\d+)', text)
-        lineno = module.line_map.get(int(lines[-1])) if lines else None
         code = getattr(getattr(self.fn, "py_func", self.fn), "__code__", None)
-        filename = code.co_filename if code else None
-        line = linecache.getline(filename, lineno).rstrip() if filename and lineno else None
-        return CompileError(f"Numba cannot compile the generated {self.transform} of {self.__name__} "
-                            f"({module.filename}): {type(exc).__name__}: {summarize(text)}",
-                            filename if lineno else None, lineno, line)
+        return compile_error(module, exc, f"Numba cannot compile the generated {self.transform} of {self.__name__}",
+                             code.co_filename if code else None)
 
     def run(self, values: tuple, names: list, extra: tuple = ()):
         """Call the entry for ``values`` (plus ``extra`` arguments), explaining failures."""
@@ -478,6 +473,11 @@ def _is_float_tree(value) -> bool:
 
 
 _shared: dict = {}
+
+
+def specialise(request: TransformRequest) -> Transformed:
+    """The transform user code asks for while being compiled (``s2s.jvp(f, ...)`` inside ``g``)."""
+    return Transformed(request.fn, request.transform, request.argnums)
 
 
 def _transformed(fn, transform: str, argnums, has_aux: bool, target: str,

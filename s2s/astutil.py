@@ -40,12 +40,16 @@ def dotted(path: str) -> gast.expr:
 
 
 def attr_chain(node) -> str | None:
-    """``'np.linalg.norm'`` for such a chain of Attribute and Name nodes, else None."""
+    """``'np.linalg.norm'`` for such a chain of Attribute and Name nodes (``gast`` or ``ast``), else None.
+
+        >>> attr_chain(ast.parse("np.linalg.norm").body[0].value), attr_chain(ast.parse("x[0].T").body[0].value)
+        ('np.linalg.norm', None)
+    """
     parts = []
-    while isinstance(node, gast.Attribute):
+    while isinstance(node, (gast.Attribute, ast.Attribute)):
         parts.append(node.attr)
         node = node.value
-    if isinstance(node, gast.Name):
+    if isinstance(node, (gast.Name, ast.Name)):
         return ".".join([node.id, *reversed(parts)])
     return None
 

@@ -1,6 +1,6 @@
 """Backend: load a generated module from a real file, so tracebacks, ``inspect`` and pdb see its source.
 
-    >>> from s2s.build import Module
+    >>> from s2s.generated import Module
     >>> ns = load(Module("def f(x):\\n    return 2 * x\\n", "f", {}))
     >>> ns["f"](3)
     6

@@ -1,10 +1,12 @@
 """Build: from a user function, a transform and argument types, to a generated module.
 
-This is the one place that sequences the compiler (the normalising passes
-are sequenced by :mod:`s2s.program`):
+The driver of the transform: it normalises the program (:mod:`s2s.program`),
+types it (Numba), differentiates it (``reverse`` or ``forward``, with the
+activity and to-be-recorded analyses) and runs the stages of
+:mod:`s2s.pipeline` on every generated function before codegen:
 
-    program (fence → lift → flatten → resolve → control flow → A-normal form)
-      → types (Numba) → activity → reverse | forward → to-be-recorded → simplify → tapes → codegen
+    program → types (Numba) → activity → reverse | forward → record
+      → pipeline stages (primal, reverse, callee vjp, forward, finish) → codegen
 
     >>> import numba
     >>> import numpy as np
@@ -20,13 +22,11 @@ are sequenced by :mod:`s2s.program`):
 from __future__ import annotations
 
 import copy
-import functools
-from dataclasses import dataclass, field
 
 import gast
 from numba.core import types
 
-from . import __version__
+from . import pipeline
 from .analysis.activity import Activity
 from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
 from .astutil import assign, call, const, name
@@ -34,46 +34,17 @@ from .checkpointing import default_tape_budget
 from .codegen import module_source
 from .custom import USER_RULES, custom_jvp, custom_vjp
 from .errors import InputError
+from .generated import ERROR_MODEL, Module, __version__, compiler_digest
+from .ir import Function
 from .naming import Namer
-from .passes import checkpoint, fuse, record, simplify, tapes, vector_math
+from .passes import checkpoint, record, vector_math
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
-from .program import Function, Program
+from .program import Program
 
-__all__ = ["Builder", "Module"]
+__all__ = ["Builder"]
 
 TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jit")
-
-
-@dataclass
-class Module:
-    """A generated module: its text, the name of its entry function and what it needs to load."""
-
-    source: str
-    entry: str
-    line_map: dict
-    constants: dict = field(default_factory=dict)
-    filename: str = ""
-
-
-@functools.cache
-def compiler_digest() -> str:
-    """A digest of the compiler's and the runtime's own source (so that a changed s2s never reuses a cache)."""
-    import hashlib
-    import pathlib
-
-    import s2s_runtime
-
-    h = hashlib.sha256()
-    for package in (pathlib.Path(__file__).parent, pathlib.Path(s2s_runtime.__file__).parent):
-        for path in sorted(package.rglob("*.py")):
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-# NumPy's error model: a float division by zero gives inf or nan as in NumPy (Python's model raises, and its
-# check in every division keeps loops from vectorising)
-ERROR_MODEL = "error_model='numpy'"
 
 
 def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
@@ -95,11 +66,13 @@ class Builder:
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
                  target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
-                 takes_leaves: bool = False, fast_math: bool = True, max_tape_bytes: int | None = None):
+                 takes_leaves: bool = False, fast_math: bool = True, max_tape_bytes: int | None = None,
+                 specialise=None):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
         self.transform = transform
+        self.specialise = specialise  # s2s.ir.TransformRequest -> a callable transform (the API's)
         self.single = isinstance(argnums, int)
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self.has_aux = has_aux
@@ -127,7 +100,7 @@ class Builder:
 
     def program(self) -> Program:
         """The normalised user functions this transform reaches (cheap: no typing, no compiling)."""
-        program = Program()
+        program = Program(specialise=self.specialise)
         program.add(self.fn, {} if self.takes_leaves else self.structures)
         return program
 
@@ -181,17 +154,15 @@ class Builder:
             entry = generator.root(typed, self.transform, self.argnums, self.has_aux, self.single)
         primals = []
         for f in program.functions.values():
-            node = copy.deepcopy(f.node)
-            if self.transform == "jit":
-                _numpy_inplace(node)
-            node.body = simplify.simplify(node.body, generator.pure, _float_scalars(typed) if f is root else ())
-            if f is root and self.transform == "jit" and self.fuse:
-                node.body = _fuse_primal(node.body, typed, copy.deepcopy(f.namer))
-            primals.append(node)
+            fuses = f is root and self.transform == "jit" and self.fuse
+            ctx = pipeline.Context(f.namer, pure=generator.pure, scalars=_float_scalars(typed) if f is root else set(),
+                                   types=typed.typemap if fuses else None, return_type=typed.return_type,
+                                   inplace=self.transform == "jit")
+            primals.append(pipeline.run("primal", copy.deepcopy(f.node), ctx))
         functions = primals + generator.functions
         if self.vector_math:
-            scalars = _float_scalars(typed)
-            functions = [vector_math.vector_math(f, scalars) for f in functions]
+            ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed))
+            functions = [pipeline.run("finish", f, ctx) for f in functions]
         indexes = any(isinstance(n, gast.Subscript) for f in program.functions.values() for n in gast.walk(f.node))
         sig = ", ".join(str(t) for t in arg_types)
         header = (f"s2s {__version__}: {self.transform} of {root.src.name}"
@@ -246,29 +217,6 @@ def _float_scalars(typed: Typed, namer: Namer | None = None) -> set[str]:
     if namer is not None:
         scalars |= {adj for v, adj in namer.derived_names("adj").items() if v in scalars}
     return scalars
-
-
-def _fuse_primal(body: list, typed: Typed, namer: Namer) -> list:
-    """``body`` fused; ``return np.sum(e)`` is fused too (as ``_result = np.sum(e); return _result``)."""
-    last = body[-1] if body else None
-    if not (isinstance(last, gast.Return) and last.value is not None
-            and not isinstance(last.value, (gast.Name, gast.Constant))):
-        return fuse.fuse(body, typed.typemap, namer)
-    result = namer.fresh("_result")
-    typemap = {**typed.typemap, result: typed.return_type}
-    split = body[:-1] + [assign(result, last.value), gast.Return(value=name(result))]
-    loops = sum(isinstance(n, gast.For) for s in body for n in gast.walk(s))
-    fused = fuse.fuse(split, typemap, namer)
-    if sum(isinstance(n, gast.For) for s in fused for n in gast.walk(s)) > loops:
-        return fused
-    return fuse.fuse(body, typed.typemap, namer)
-
-
-def _numpy_inplace(fn: gast.FunctionDef) -> None:
-    """``x op= e`` updates an array in place, as in NumPy (normalisation made it ``x = x op e``)."""
-    for s in gast.walk(fn):
-        if isinstance(s, gast.Assign) and getattr(s, "s2s_inplace", False) and isinstance(s.targets[0], gast.Name):
-            s.value = call("rt.assign_into", name(s.targets[0].id), s.value)
 
 
 def pure_functions(program: Program) -> set[str]:
@@ -371,11 +319,9 @@ class _Generator:
             result = gast.Tuple(elts=[grads_node, name(aux)], ctx=gast.Load())
         body = self._entry_copies(fn, activity) + preamble + fwd + capture + rev + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
-        body = simplify.simplify(body, self.pure, _float_scalars(typed, namer))
-        if self.fuse_loops:
-            body = fuse.fuse(body, self._generated_types(typed, namer), namer)
-        body = tapes.lower(body, scalar_tapes)
-        self.functions.append(self._function(entry, inputs, body, fn))
+        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed, namer), scalar_tapes=scalar_tapes,
+                               types=self._generated_types(typed, namer) if self.fuse_loops else None)
+        self.functions.append(pipeline.run("reverse", self._function(entry, inputs, body, fn), ctx))
         return entry
 
     def _generated_types(self, typed: Typed, namer) -> dict:
@@ -572,8 +518,9 @@ class _Generator:
         grads = [self._adjoint_or_zero(p, t, activity) for p, m in zip(params, mask) if m]
         result = gast.Tuple(elts=grads, ctx=gast.Load())
         body = self._entry_copies(callee, activity) + preamble + fwd + rev + [gast.Return(value=result)]
-        body = tapes.lower(simplify.simplify(body, self.pure, _float_scalars(typed, namer)), scalar_tapes)
-        self.functions.append(self._function(vjp_name, params + [seed_name], body, callee))
+        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed, namer), scalar_tapes=scalar_tapes)
+        self.functions.append(pipeline.run("callee vjp", self._function(vjp_name, params + [seed_name], body, callee),
+                                           ctx))
 
     # ----------------------------------------------------------- forward mode
     def forward_root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool) -> str:
@@ -626,8 +573,8 @@ class _Generator:
         body = copies + pre + body + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
         inputs = params + ([namer.tangent(p) for p in active_params] if transform == "jvp" else [])
-        body = simplify.simplify(body, self.pure, _float_scalars(typed))
-        self.functions.append(self._function(entry, inputs, body, fn))
+        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed))
+        self.functions.append(pipeline.run("forward", self._function(entry, inputs, body, fn), ctx))
         return entry
 
     def jvp_of_call(self, value: gast.Call, typed: Typed, activity: Activity, vector: bool = False):
@@ -665,8 +612,8 @@ class _Generator:
             body, ret = ft.build()
             body = body + [gast.Return(value=gast.Tuple(elts=[copy.deepcopy(ret), ft.output(ret)], ctx=gast.Load()))]
             inputs = params + [namer.tangent(p) for p in active]
-            body = simplify.simplify(body, self.pure, _float_scalars(typed_callee))
-            self.functions.append(self._function(jvp_name, inputs, body, callee))
+            ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed_callee))
+            self.functions.append(pipeline.run("forward", self._function(jvp_name, inputs, body, callee), ctx))
         return self._jvps[key], active_args
 
     def _custom_jvp(self, jvp_name: str, callee: Function, custom, arg_types, mask, vector: bool) -> None:

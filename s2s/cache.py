@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .generated import Module
+
 __all__ = ["DiskCache", "default_cache", "cache_dir"]
 
 _VERSION = "v1"
@@ -91,9 +93,7 @@ class DiskCache:
 
     # ------------------------------------------------------------------ read
     def load(self, key: str):
-        """The cached :class:`~s2s.build.Module` of ``key``, or None (missing or damaged, then removed)."""
-        from .build import Module
-
+        """The cached :class:`~s2s.generated.Module` of ``key``, or None (missing or damaged, then removed)."""
         folder = self.folder(key)
         meta_path = folder / "meta.json"
         if not meta_path.exists():

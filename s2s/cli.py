@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import sys
+from unittest import mock
 
 from .errors import S2SError
 
@@ -88,9 +89,10 @@ def _argnums(text: str):
 
 
 def _builder(fn, transform: str, argnums, target: str):
+    from .api import specialise
     from .build import Builder
 
-    return Builder(fn, transform, argnums, target=target)
+    return Builder(fn, transform, argnums, target=target, specialise=specialise)
 
 
 # ---------------------------------------------------------------------- commands
@@ -101,7 +103,8 @@ def cmd_show(args) -> int:
     if args.timings:
         print(timings(builder, types))
         return 0
-    print(builder.module(types).source)
+    with mock.patch.dict(os.environ, {"S2S_VERBOSE": "1"} if args.stages else {}):
+        print(builder.module(types).source)
     return 0
 
 
@@ -207,6 +210,8 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("function", help="FILE.py:FUNCTION or MODULE:FUNCTION")
     show.add_argument("--signature", required=True, help='Numba argument types, e.g. "f8[:], f8[:, :], f8"')
     show.add_argument("--target", default="cpu", choices=["cpu", "python"])
+    show.add_argument("--stages", action="store_true",
+                      help="before the source: each function after every pass of every stage (as S2S_VERBOSE=1)")
     show.add_argument("--timings", action="store_true",
                       help="instead of the source: the time of s2s's passes and of Numba's compile, and what it "
                            "compiles")

@@ -1,7 +1,7 @@
 """``vmap(..., target="cuda")``: a CUDA kernel with one thread per example, compiled with numba.cuda.
 
 The kernel is built on the "into" variant of the per-example function (see
-:func:`s2s.vmap.into_variant`): thread ``b`` calls it on example ``b`` and
+:func:`s2s.batching.into_variant`): thread ``b`` calls it on example ``b`` and
 it writes the example's outputs into row ``b`` of the output arrays. The
 per-example function, and every function of its module that it calls, is
 compiled as a CUDA device function:
@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
 import linecache
-import re
 import warnings
 
 import astor
@@ -59,12 +59,22 @@ from numba.core.ir_utils import find_callname, guard
 from numba.core.registry import cpu_target
 
 from .analysis.types import typeof_value
-from .api import Transformed, _Entry
+from .api import _Entry
+from .astutil import attr_chain
 from .backend import load
-from .build import Module
+from .batching import (
+    bindings,
+    extend,
+    fill_of,
+    fixed_names,
+    is_device_array,
+    is_fixed,
+    loop_parts,
+    shaped_like,
+)
 from .codegen import IMPORTS
-from .errors import CompileError, UnsupportedError, summarize
-from .vmap import Vmapped, _bindings, _dotted_name, _fixed_names, _is_fixed, _loop_parts, extend, is_device_array
+from .errors import CompileError, UnsupportedError
+from .generated import Module, compile_error
 
 __all__ = ["kernel_entry", "Launcher", "THREADS_PER_BLOCK"]
 
@@ -89,9 +99,6 @@ BUILTINS_ON_DEVICE = frozenset({"range", "len", "abs", "float", "int", "bool", "
 #: array (the array itself in a kernel)
 RUNTIME_ON_DEVICE = frozenset({"unbroadcast", "unreduce", "select", "broadcast_like", "reversed_range",
                                "reversed_steps"})
-#: the allocations a fixed-size local array can replace, and what it is filled with (None: nothing)
-LOCAL_FILLS = {"np.zeros": "0", "np.zeros_like": "0", "np.ones": "1", "np.ones_like": "1", "np.empty": None,
-               "np.empty_like": None, "np.full": "full", "np.full_like": "full", "rt.basis": "basis"}
 _SCALARS = (types.Number, types.Boolean, types.NoneType, types.Omitted, types.Literal, types.RangeType)
 _NO_ALLOCATION = "a kernel cannot allocate: an array is an argument, a view of one, an output row, or a " \
                  "fixed-size local array (assigned once at the top of the function, with the same shape for " \
@@ -174,14 +181,7 @@ class Launcher:
 
     def _compile_error(self, exc: Exception) -> CompileError:
         """numba.cuda's error, located at the user's line where the generated line maps to one."""
-        text = str(exc)
-        lines = re.findall(rf'File "{re.escape(self.module.filename)}", line (\d+)', text)
-        line = int(lines[-1]) if lines else None
-        user_line = self.module.line_map.get(line) if line else None
-        filename, line_text = (self.user_file, linecache.getline(self.user_file, user_line).rstrip()) \
-            if user_line and self.user_file else (None, None)
-        return CompileError(f"numba.cuda cannot compile the kernel ({self.module.filename}): "
-                            f"{type(exc).__name__}: {summarize(text)}", filename, user_line, line_text)
+        return compile_error(self.module, exc, "numba.cuda cannot compile the kernel", self.user_file)
 
 
 def _to_device(leaf):
@@ -197,8 +197,7 @@ def _with_into(module: Module, into) -> Module:
 
 def _user_file(fn) -> str | None:
     """The file of the user's function under the transforms and vmaps wrapping it."""
-    while isinstance(fn, (Transformed, Vmapped)):
-        fn = fn.fn
+    fn = inspect.unwrap(fn)  # a transform or a vmap wraps the function it was made of
     code = getattr(getattr(fn, "py_func", fn), "__code__", None)
     return code.co_filename if code else None
 
@@ -369,8 +368,8 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     line maps to None (dropped).
     """
     params = [a.arg for a in fn.args.args]
-    stores, updates = _bindings(fn)
-    shaped, fixed = _fixed_names(fn, params, stores, updates)
+    stores, updates = bindings(fn)
+    shaped, fixed = fixed_names(fn, params, stores, updates)
     env = dict(zip(params, example))  # the example's values of fixed names, and stand-ins of local arrays
     assigned = [(k, s) for k, s in enumerate(fn.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and s.targets[0].id not in params]
@@ -378,13 +377,12 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     tapes = []
     for index, stmt in assigned:
         target, call = stmt.targets[0].id, stmt.value
-        kind = _dotted_name(call.func) if isinstance(call, ast.Call) else None
         if target in fixed:
             env[target] = _evaluate(stmt.value, env)
-        elif kind in LOCAL_FILLS and call.args and stores[target] - updates[target] == 2:
+        elif fill_of(call) and call.args and stores[target] - updates[target] == 2:
             tapes.append((index, stmt))  # perhaps a tape: sized by a reserve that follows
-        elif kind in LOCAL_FILLS and call.args and stores[target] - updates[target] == 1:
-            local = _local_array(call, kind, env, shaped, fixed)
+        elif fill_of(call) and call.args and stores[target] - updates[target] == 1:
+            local = _local_array(call, env, shaped, fixed)
             if local is not None:
                 shape, fill = local
                 found[stmt.lineno] = (target, shape, None, fill)
@@ -392,31 +390,33 @@ def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]
     for index, stmt in tapes:
         target, call = stmt.targets[0].id, stmt.value
         reserve = _fixed_reserve(fn, index, target, stores, shaped, fixed)
-        if _dotted_name(call.func) == "np.empty" and _is_zero(call.args[0]) and reserve is not None:
+        if attr_chain(call.func) == "np.empty" and _is_zero(call.args[0]) and reserve is not None:
             found[stmt.lineno] = (target, (int(_evaluate(reserve.value.args[1].right, env)),), None, None)
             found[reserve.lineno] = None
     return found
 
 
-def _local_array(call: ast.Call, kind: str, env: dict, shaped: set, fixed: set) -> tuple | None:
+def _local_array(call: ast.Call, env: dict, shaped: set, fixed: set) -> tuple | None:
     """The shape of the fixed-size local array replacing allocation ``call``, and what fills it (None: unfit)."""
-    fill = LOCAL_FILLS[kind]
-    if kind == "rt.basis":  # rt.basis(count, offset, x): the unit directions of x among count
+    fill = fill_of(call)
+    if fill == "basis":  # rt.basis(count, offset, x): the unit directions of x among count
         like = call.args[2] if len(call.args) == 3 else None
         if not (isinstance(like, ast.Name) and like.id in shaped and np.ndim(env[like.id]) <= 1
-                and all(_is_fixed(a, shaped, fixed) for a in call.args[:2])):
+                and all(is_fixed(a, shaped, fixed) for a in call.args[:2])):
             return None
         shape = (_evaluate(call.args[0], env), *np.shape(env[like.id]))
         fill = ("basis", _evaluate(call.args[1], env), np.size(env[like.id]))
-    elif kind.endswith("_like"):
+    elif shaped_like(call):
         if not (isinstance(call.args[0], ast.Name) and call.args[0].id in shaped and call.args[0].id in env):
             return None
         shape = np.shape(env[call.args[0].id])
-    elif _is_fixed(call.args[0], shaped, fixed):
+    elif is_fixed(call.args[0], shaped, fixed):
         shape = _evaluate(call.args[0], env)
     else:
         return None
-    if fill == "full":
+    if fill == "empty":
+        fill = None
+    elif fill == "argument":
         fill = call.args[1] if len(call.args) > 1 else next(
             (k.value for k in call.keywords if k.arg == "fill_value"), None)
         if fill is None:
@@ -445,10 +445,10 @@ def _fixed_reserve(fn: ast.FunctionDef, start: int, tape: str, stores, shaped, f
                 continue
             if target == tape:
                 need = value.args[1] if isinstance(value, ast.Call) and len(value.args) == 2 else None
-                ok = _dotted_name(value.func) == "rt.reserve" and isinstance(value.args[0], ast.Name) \
+                ok = attr_chain(value.func) == "rt.reserve" and isinstance(value.args[0], ast.Name) \
                     and value.args[0].id == tape and isinstance(need, ast.BinOp) and isinstance(need.op, ast.Add) \
                     and isinstance(need.left, ast.Name) and need.left.id == f"{tape}_top" \
-                    and _is_fixed(need.right, shaped, fixed) if isinstance(value, ast.Call) else False
+                    and is_fixed(need.right, shaped, fixed) if isinstance(value, ast.Call) else False
                 return stmt if ok and zeroed else None
         if any(isinstance(n, ast.Name) and n.id in (tape, f"{tape}_top") and isinstance(n.ctx, ast.Store)
                for n in ast.walk(stmt)):
@@ -462,7 +462,7 @@ def _dtype_source(dtype) -> str:
 
 
 def _evaluate(expr: ast.expr, env: dict):
-    """The value of a fixed shape expression (see :func:`s2s.vmap._is_fixed`) for the example ``env``."""
+    """The value of a fixed shape expression (see :func:`s2s.batching.is_fixed`) for the example ``env``."""
     if isinstance(expr, ast.Constant):
         return expr.value
     if isinstance(expr, ast.Name):
@@ -492,7 +492,7 @@ class _ForDevice(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
-        name = _dotted_name(node.func) or ""
+        name = attr_chain(node.func) or ""
         short = name[3:] if name.startswith("np.") else None
         if short in NUMPY_AS_MATH:
             return ast.copy_location(ast.Call(func=_parse(NUMPY_AS_MATH[short]), args=node.args,
@@ -577,7 +577,7 @@ def _kernel_module(cpu: Module, rules: _KernelRules, into, axes: list, n_outputs
     functions = [_device_function(rules.functions[name], rules, cuda_name,
                                   rules.locals if name == into.function.name else {})
                  for name in rules.functions if name in rules.reached]
-    params, picks, _ = _loop_parts(axes)
+    params, picks, _ = loop_parts(axes)
     outs = [f"out{j}" for j in range(n_outputs)]
     call = f"{into.function.name}({', '.join([picks] + [f'{outs[j]}[b]' for j in into.rows])})"
     kernel = into.function.name.removesuffix("_into") + "_kernel"

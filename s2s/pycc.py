@@ -68,11 +68,12 @@ def scipy_modules(llvm_ir: str) -> list[str]:
                                   ("scipy.linalg.cython_lapack", _LAPACK_CALL)) if pattern.search(llvm_ir)])
 
 
-def compile_extension(out_name: str, built, output: str) -> str:
-    """Compile the merged functions of ``built`` (entries and their modules) into ``output``."""
-    from .aot import merge
+def compile_extension(out_name: str, functions: list[ast.FunctionDef], constants: dict, public: dict,
+                      output: str) -> str:
+    """Compile ``functions`` (merged by :func:`s2s.aot.merge`, reading ``constants``) into ``output``.
 
-    functions, constants, public = merge(out_name, built)
+    ``public`` maps each exported name to its ``[(entry, function name)]``.
+    """
     for name, options in public.items():
         if len(options) > 1:
             raise ValueError(f"--compiled builds one signature per function; {name} has {len(options)}")

@@ -100,7 +100,7 @@ s2s.cache.DiskCache.store = counting_store
 
 
 def digest():
-    from s2s.build import compiler_digest
+    from s2s.generated import compiler_digest
 
     return compiler_digest()
 

@@ -88,6 +88,17 @@ def test_show_prints_the_generated_gradient(cli):
     assert not (cli.cache / "v1").exists() or not any((cli.cache / "v1").rglob("meta.json"))  # show builds nothing
 
 
+def test_show_stages_prints_every_pass_before_the_module(cli):
+    from s2s import pipeline
+
+    done = cli("show", "model.py:f", "--grad", "--signature", "f8[:]", "--stages")
+    assert done.returncode == 0, done.stderr
+    for stage in ("front", "normalise", "primal", "reverse"):
+        for step in pipeline.STAGES[stage]:
+            assert f": {stage} / {step.name}\n" in done.stdout, (stage, step.name)
+    assert done.stdout.index("/ split tuples") < done.stdout.index("grad of f")
+
+
 def test_show_timings_breaks_the_first_call_down(cli):
     done = cli("show", "model.py:f", "--grad", "--signature", "f8[:]", "--timings")
     assert done.returncode == 0, done.stderr

@@ -20,10 +20,10 @@ from numba.core import config
 from numba.core.runtime import rtsys
 
 import s2s
-from s2s.build import Module
+from s2s.batching import into_variant, is_device_array
 from s2s.check import numerical_grad
 from s2s.errors import InputError, UnsupportedError
-from s2s.vmap import into_variant, is_device_array
+from s2s.generated import Module
 
 RNG = np.random.default_rng(11)
 P = RNG.uniform(0.5, 1.5, size=(6, 3))  # 6 examples of 3 parameters

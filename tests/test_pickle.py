@@ -82,7 +82,7 @@ def entries():
 
 
 def describe(g):
-    from s2s.build import compiler_digest
+    from s2s.generated import compiler_digest
 
     (entry,) = g._entries.values()
     stats = entry.function.stats

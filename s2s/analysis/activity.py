@@ -33,7 +33,7 @@ import gast
 
 from ..astutil import attr_chain
 from ..errors import NoRuleError
-from ..rules import lookup, resolve_spelling
+from ..rules import impl_rule, lookup, resolve_spelling
 from .indexing import index_parts
 from .types import Typed, atom_type, is_float_type
 
@@ -61,23 +61,12 @@ def call_rule(value):
         fn = resolve_spelling(label)
         rule = lookup(fn) if fn is not None else None
         if rule is None and label.startswith("rt."):
-            rule = _impl_rule(label)
+            rule = impl_rule(label)
         if rule is None:
             return None, None, label
         bound = rule.bind(list(value.args), {k.arg: k.value for k in value.keywords})
         return rule, bound, label
     return None, None, type(value).__name__
-
-
-def _impl_rule(spelling: str):
-    """The rule whose ``impl`` is the runtime function ``spelling`` (``rt.mean`` → np.mean's rule)."""
-    from ..rules import _RULES, _load_tables
-
-    _load_tables()
-    for rule in _RULES.values():
-        if rule.impl == spelling:
-            return rule
-    return None
 
 
 def _atoms(node) -> list[str]:

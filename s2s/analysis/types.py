@@ -33,8 +33,8 @@ from numba.core.registry import cpu_target
 from ..astutil import names_written, walk_stmts
 from ..codegen import module_source
 from ..errors import CompileError, summarize
+from ..ir import Function, Program
 from ..passes import rename
-from ..program import Function, Program
 
 __all__ = ["Typer", "Typed", "typeof_value"]
 

@@ -327,7 +327,7 @@ class ForwardTransform:
         expr = _Literal().visit(expr)
         full = [self.typed.ndim(arg.id) == z_ndim for param, arg in bound.items()
                 if param not in rule.nondiff and isinstance(arg, gast.Name) and self.active(arg)]
-        if z_ndim and full and all(full) and _elementwise(rule):
+        if z_ndim and full and all(full) and rule.stacks:
             # every tangent has z's shape (after the direction axis): the template broadcasts to it as it is
             expr.s2s_whole = self.directions is not None
         elif z_ndim and (dropped_array or not same_rank):
@@ -386,17 +386,6 @@ class ForwardTransform:
         if isinstance(atom, gast.Name):
             return self.zero_of(atom.id)
         return const(0.0) if self.directions is None else call("np.zeros", copy.deepcopy(self.directions))
-
-
-_ARITHMETIC = {"operator.add", "operator.sub", "operator.mul", "operator.truediv", "operator.pow", "operator.neg",
-               "operator.pos"}
-
-
-def _elementwise(rule) -> bool:
-    """Whether ``rule``'s forward template maps tangents element by element (it broadcasts over directions)."""
-    from .fuse import ELEMENTWISE
-
-    return (rule.name in _ARITHMETIC or rule.name in ELEMENTWISE) and "rt." not in rule.jvp and " if " not in rule.jvp
 
 
 def _prepend_all(index):

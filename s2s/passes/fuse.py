@@ -38,29 +38,27 @@ import copy
 import gast
 from numba.core import types as nbtypes
 
-from ..astutil import assign, call, const, dotted, name
+from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..naming import Namer
+from ..rules import lookup_spelling
 from .simplify import simplify
 
 __all__ = ["fuse", "Namer"]
 
-ELEMENTWISE = {
-    "np.exp", "np.log", "np.sin", "np.cos", "np.tan", "np.tanh", "np.sinh", "np.cosh", "np.sqrt", "np.abs",
-    "np.absolute", "np.fabs", "np.sign", "np.square", "np.log1p", "np.expm1", "np.log2", "np.log10", "np.exp2",
-    "np.arctan", "np.arcsin", "np.arccos", "np.arcsinh", "np.arccosh", "np.arctanh", "np.maximum", "np.minimum",
-    "np.where", "np.hypot", "np.arctan2", "np.reciprocal", "np.negative", "np.positive", "np.power", "np.cbrt",
-    "np.logaddexp", "np.floor", "np.ceil", "np.fmax", "np.fmin",
-}
-_IDENTITY = {"rt.unbroadcast", "rt.broadcast_like"}
-_FILL = {"np.zeros_like": 0.0, "np.ones_like": 1.0, "np.empty_like": 0.0}
 
 
-def _dotted(node) -> str:
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else ""
+def _fact(spelling: str, fact: str):
+    """What the rule of the function generated code spells ``spelling`` says of ``fact`` (None: no rule)."""
+    rule = lookup_spelling(spelling)
+    return None if rule is None else getattr(rule, fact)
+
+
+def _fill_like(value) -> float | None:
+    """The element of a new array shaped like its argument (``np.zeros_like(x)``: 0.0; empty: 0.0), else None."""
+    if not isinstance(value, gast.Call) or not _fact(attr_chain(value.func) or "", "like"):
+        return None
+    fill = _fact(attr_chain(value.func) or "", "fill")
+    return {"0": 0.0, "1": 1.0, "empty": 0.0}.get(fill)
 
 
 class _Run:
@@ -111,10 +109,10 @@ class _Fuser:
             return len(expr.ops) == 1 and self.elementwise(expr.left, run) \
                 and self.elementwise(expr.comparators[0], run)
         if isinstance(expr, gast.Call) and not expr.keywords:
-            spelling = _dotted(expr.func)
-            if spelling in ELEMENTWISE:
+            spelling = attr_chain(expr.func) or ""
+            if _fact(spelling, "elementwise"):
                 return all(self.elementwise(a, run) for a in expr.args)
-            if spelling in _IDENTITY:
+            if _fact(spelling, "passes_through"):
                 like = expr.args[1]
                 return isinstance(like, gast.Name) and self.array_ndim(like.id) == run.ndim \
                     and self.elementwise(expr.args[0], run)
@@ -134,11 +132,11 @@ class _Fuser:
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
             target, value = s.targets[0].id, s.value
             if self.array_ndim(target) == run.ndim:
-                if isinstance(value, gast.Call) and _dotted(value.func) in _FILL and len(value.args) == 1 \
+                if _fill_like(value) is not None and len(value.args) == 1 \
                         and isinstance(value.args[0], gast.Name) and self.array_ndim(value.args[0].id) == run.ndim:
                     return True
                 return self.elementwise(value, run) and self._reads_arrays(value)
-            if self.is_scalar(target) and isinstance(value, gast.Call) and _dotted(value.func) == "np.sum" \
+            if self.is_scalar(target) and isinstance(value, gast.Call) and (attr_chain(value.func) or "") == "np.sum" \
                     and len(value.args) == 1 and not value.keywords:
                 return self.elementwise(value.args[0], run) and self._reads_arrays(value.args[0])
             return False
@@ -234,8 +232,8 @@ class _Fuser:
                 return node
 
             def visit_Call(inner, node):  # noqa: N805
-                spelling = _dotted(node.func)
-                if spelling in _IDENTITY:
+                spelling = attr_chain(node.func) or ""
+                if _fact(spelling, "passes_through"):
                     return inner.visit(node.args[0])
                 if spelling == "rt.unreduce":
                     return copy.deepcopy(node.args[0])
@@ -250,8 +248,8 @@ class _Fuser:
                     expr = _Scalarize().visit(copy.deepcopy(value.args[0]))
                     body.append(assign(target, call("rt.vm.reduce_add", name(target), expr)))
                     continue
-                if isinstance(value, gast.Call) and _dotted(value.func) in _FILL:
-                    expr = const(_FILL[_dotted(value.func)])
+                if _fill_like(value) is not None:
+                    expr = const(_fill_like(value))
                 else:
                     expr = _Scalarize().visit(copy.deepcopy(value))
                 body.append(assign(elem(target), expr))

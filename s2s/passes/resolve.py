@@ -39,6 +39,7 @@ from ..astutil import attr_chain, call, const, dotted, located, name, subst, to_
 from ..custom import custom_jvp, custom_vjp
 from ..errors import NoRuleError, S2SError, UnsupportedError
 from ..frontend import MISSING
+from ..ir import TransformRequest
 from ..rules import canonical_name, lookup, template
 from . import params
 from .flatten import flatten_literal_args
@@ -70,9 +71,8 @@ def is_user_function(obj) -> bool:
 
 
 def _is_vmapped(obj) -> bool:
-    from ..vmap import Vmapped  # vmap builds on the compiler that this pass is part of
-
-    return isinstance(obj, Vmapped)
+    """An ``s2s.vmap`` object (known by its axes: this pass imports nothing of the transforms built on it)."""
+    return hasattr(obj, "in_axes") and hasattr(obj, "out_axes") and hasattr(obj, "fn")
 
 
 def resolve(src, node: gast.FunctionDef, local_names: set[str], program) -> gast.FunctionDef:
@@ -245,8 +245,6 @@ class _Resolver(gast.NodeTransformer):
 
     def _jvp_call(self, node, func):
         """``s2s.jvp(f, (x, y), (tx, ty))`` in user code: a call of the generated jvp of ``f``."""
-        from ..api import Transformed
-
         if len(node.args) != 3 or node.keywords or not all(isinstance(a, gast.Tuple) for a in node.args[1:]) \
                 or len(node.args[1].elts) != len(node.args[2].elts):
             raise self._unsupported("this form of s2s.jvp", hint="write s2s.jvp(f, (x, ...), (x_dot, ...))")
@@ -254,7 +252,7 @@ class _Resolver(gast.NodeTransformer):
         if not isinstance(target, (gast.Name, gast.Attribute)) or self._is_local(target):
             raise self._unsupported("s2s.jvp of a function computed in the function")
         primals, tangents = node.args[1].elts, node.args[2].elts
-        transformed = Transformed(self._value_of(target), "jvp", tuple(range(len(primals))))
+        transformed = TransformRequest(self._value_of(target), "jvp", tuple(range(len(primals))))
         node.func = located(name(self.program.transformed_name(transformed)), func)
         node.args = [self.visit(a) for a in primals + tangents]
         return node

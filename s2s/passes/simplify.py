@@ -36,7 +36,7 @@ import re
 
 import gast
 
-from ..astutil import const, names_read, names_written
+from ..astutil import attr_chain, const, names_read, names_written
 from ..rules import lookup_spelling
 
 __all__ = ["simplify"]
@@ -92,16 +92,6 @@ def _is_one(node) -> bool:
     return isinstance(node, gast.Constant) and type(node.value) is float and node.value == 1.0
 
 
-def _dotted(node) -> str:
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, gast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 _PURE_FUNCTIONS: set[str] = set()
 
 
@@ -113,7 +103,7 @@ def _pure(expr) -> bool:
     """
     for node in gast.walk(expr):
         if isinstance(node, gast.Call):
-            name = _dotted(node.func)
+            name = attr_chain(node.func) or ""
             rule = lookup_spelling(name) if name else None
             if not (rule.pure if rule is not None else name in _PURE_FUNCTIONS):
                 return False
@@ -282,7 +272,7 @@ def _cancel_resets(block) -> bool:
             block[k] = gast.Assign(targets=a.targets, value=b.value, type_comment=None)
             del block[k + 1]
             return True
-        zero_array = _is_assign(a, value_type=gast.Call) and _dotted(a.value.func) == "np.zeros_like"
+        zero_array = _is_assign(a, value_type=gast.Call) and (attr_chain(a.value.func) or "") == "np.zeros_like"
         if zero_array or _is_assign(a, value_type=gast.Constant) and a.value.value == 0.0 \
                 and type(a.value.value) is float:
             v = a.targets[0].id
@@ -318,7 +308,7 @@ def _fresh(expr) -> bool:
         return True
     if not isinstance(expr, gast.Call):
         return False
-    rule = lookup_spelling(_dotted(expr.func))
+    rule = lookup_spelling(attr_chain(expr.func) or "")
     return rule is not None and rule.fresh
 
 

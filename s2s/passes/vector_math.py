@@ -35,28 +35,20 @@ import gast
 
 from s2s_runtime.vmath import FUNCTIONS
 
-from ..astutil import dotted
+from ..astutil import attr_chain, dotted
 
 __all__ = ["vector_math", "exact_math_requested"]
 
 _MATH = {"math.exp": "exp", "math.expm1": "expm1", "math.log2": "log2", "math.log10": "log10",
          "math.log1p": "log1p", "math.tanh": "tanh", "math.sinh": "sinh", "math.cosh": "cosh", "math.atan": "arctan",
          "math.asin": "arcsin", "math.acos": "arccos", "math.cbrt": "cbrt", "math.sin": "sin",
-         "math.cos": "cos", "math.tan": "tan"}
-_CALLS = {**FUNCTIONS, **_MATH, "math.log": "log", "np.sum": "sum", "math.pow": "power"}
+         "math.cos": "cos", "math.tan": "tan", "math.pow": "power"}
+_CALLS = {**FUNCTIONS, **_MATH, "math.log": "log", "np.sum": "sum"}
 
 
 def exact_math_requested() -> bool:
     """Whether the environment asks for libm everywhere (``S2S_EXACT_MATH=1``)."""
     return os.environ.get("S2S_EXACT_MATH", "0") not in ("", "0")
-
-
-def _spelling(node) -> str:
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else ""
 
 
 _FUSED_INDEX = re.compile(r"^_i\d*$")  # the element loops of the fusion pass
@@ -76,7 +68,7 @@ class _Calls(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        replacement = _CALLS.get(_spelling(node.func))
+        replacement = _CALLS.get(attr_chain(node.func) or "")
         arity = 2 if replacement == "power" else 1
         if replacement and len(node.args) == arity and not node.keywords \
                 and not any(isinstance(a, gast.Starred) for a in node.args) and not self._lone_scalar(*node.args):

@@ -31,116 +31,23 @@ that only carries facts (no derivative yet) is registered with
 
 from __future__ import annotations
 
-import ast
 import functools
-from dataclasses import dataclass, field
 
-import gast
+from .table import (
+    _RULES,
+    Rule,
+    canonical_name,
+    deffacts,
+    defnondiff,
+    defrule,
+    mark,
+    register_name,
+    resolve_spelling,
+    template,
+)
 
 __all__ = ["Rule", "defrule", "defnondiff", "deffacts", "lookup", "lookup_spelling", "resolve_spelling", "template",
-           "canonical_name", "registered"]
-
-_RULES: dict = {}
-_NAMES: dict = {}
-
-
-@dataclass(frozen=True)
-class Rule:
-    """The forward and reverse derivative of one function."""
-
-    fn: object
-    name: str
-    params: tuple[str, ...]
-    defaults: dict = field(default_factory=dict)  # parameter -> default, as source text
-    jvp: str | None = None
-    vjp: dict = field(default_factory=dict)  # parameter -> adjoint contribution, as source text
-    nondiff: frozenset = frozenset()  # parameters without a derivative
-    differentiable: bool = True
-    sequences: frozenset = frozenset()  # parameters taking a sequence of arrays
-    view: bool = False  # the result may share memory with the first argument
-    pure: bool = True  # a call has no effect but its value (it writes into no argument)
-    fresh: bool = False  # the result is always new memory, never an argument or a view of one
-    impl: str | None = None  # how generated code calls it, where Numba lacks the NumPy spelling
-    impl_when: frozenset = frozenset()  # call `impl` only when one of these is passed (empty: always)
-    expand: str | None = None  # a tuple of single-result calls generated code writes instead (``slogdet``)
-    check: object = None  # check(bound) -> None, or why these (source) arguments are not supported
-
-    def bind(self, args: list, keywords: dict) -> dict | None:
-        """Map call arguments to parameter names (defaults as parsed source); None if they do not fit."""
-        if len(args) > len(self.params):
-            return None
-        bound = dict(zip(self.params, args))
-        for key, value in keywords.items():
-            if key not in self.params or key in bound:
-                return None
-            bound[key] = value
-        for name in self.params:
-            if name not in bound:
-                if name not in self.defaults:
-                    return None
-                bound[name] = template(self.defaults[name])
-        return bound
-
-
-def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
-    node = ast.parse(f"def f({params}): pass").body[0].args
-    names = tuple(a.arg for a in node.args)
-    defaults = {a.arg: ast.unparse(d) for a, d in zip(node.args[len(node.args) - len(node.defaults):],
-                                                      node.defaults)}
-    return names, defaults
-
-
-def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
-            sequences: tuple = (), view: bool = False, fresh: bool = False, name: str | None = None,
-            impl: str | None = None, impl_when: tuple = (), expand: str | None = None,
-            check=None) -> Rule:
-    """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
-
-    ``vjp`` is one expression (for a function of one differentiable
-    parameter), a tuple in the order of the differentiable parameters, or a
-    dict keyed by parameter name. A function returning a tuple gives
-    ``expand``, a tuple of calls (each with a rule of its own) generated
-    code makes instead; ``check(bound)`` returns why the arguments (gast
-    nodes by parameter) are not supported, or None.
-
-        >>> import math
-        >>> defrule(math.sin, "x", jvp="x_dot * math.cos(x)", vjp="z_adj * math.cos(x)").name
-        'math.sin'
-    """
-    names, defaults = _parse_params(params)
-    diff = [p for p in names if p not in nondiff]
-    if vjp is None:
-        vjp = {}
-    elif isinstance(vjp, str):
-        vjp = {diff[0]: vjp}
-    elif isinstance(vjp, tuple):
-        vjp = dict(zip(diff, vjp))
-    rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
-                True, frozenset(sequences), view, impl=impl, impl_when=frozenset(impl_when), fresh=fresh,
-                expand=expand, check=check)
-    _RULES[fn] = rule
-    return rule
-
-
-def defnondiff(params: str, *fns, view: bool = False, fresh: bool = False, impl: str | None = None) -> None:
-    """Register functions whose result carries no derivative (``np.floor``, ``len``)."""
-    names, defaults = _parse_params(params)
-    for fn in fns:
-        _RULES[fn] = Rule(fn, canonical_name(fn), names, defaults, differentiable=False, view=view,
-                          fresh=fresh, nondiff=frozenset(names), impl=impl)
-
-
-def deffacts(params: str, *fns, pure: bool = True, fresh: bool = False, view: bool = False) -> None:
-    """Register what the passes may assume of functions that have no derivative rule yet.
-
-        >>> import s2s_runtime as rt
-        >>> deffacts("x, value", rt.assign_into, pure=False)
-        >>> lookup(rt.assign_into).jvp is None
-        True
-    """
-    names, defaults = _parse_params(params)
-    for fn in fns:
-        _RULES[fn] = Rule(fn, canonical_name(fn), names, defaults, pure=pure, fresh=fresh, view=view)
+           "canonical_name", "registered", "register_name", "impl_rule", "mark"]
 
 
 def lookup(fn) -> Rule | None:
@@ -152,27 +59,20 @@ def lookup(fn) -> Rule | None:
         return None
 
 
+def impl_rule(spelling: str) -> Rule | None:
+    """The rule whose ``impl`` generated code spells ``spelling`` (``rt.mean`` → ``np.mean``'s rule), or None.
+
+        >>> impl_rule("rt.mean").name
+        'np.mean'
+    """
+    _load_tables()
+    return next((rule for rule in _RULES.values() if rule is not None and rule.impl == spelling), None)
+
+
 def registered() -> dict:
     """Every registered rule, keyed by function (the runtime's spellings of NumPy functions included)."""
     _load_tables()
     return dict(_RULES)
-
-
-def resolve_spelling(spelling: str):
-    """The object a canonical spelling (``np.sin``, ``rt.sum``, ``abs``) names, or None."""
-    import builtins
-    import math
-    import operator
-
-    import numpy as np
-
-    import s2s_runtime
-
-    head, *rest = spelling.split(".")
-    obj = {"np": np, "math": math, "rt": s2s_runtime, "operator": operator}.get(head, getattr(builtins, head, None))
-    for part in rest:
-        obj = getattr(obj, part, None)
-    return obj
 
 
 def lookup_spelling(spelling: str) -> Rule | None:
@@ -183,44 +83,6 @@ def lookup_spelling(spelling: str) -> Rule | None:
     """
     fn = resolve_spelling(spelling)
     return None if fn is None else lookup(fn)
-
-
-def register_name(fn, name: str) -> None:
-    """Spell ``fn`` as ``name`` in generated code (``np.linalg.norm``)."""
-    _NAMES[fn] = name
-
-
-def canonical_name(fn) -> str | None:
-    """How generated code names ``fn``: ``np.sin``, ``math.exp``, ``abs``, or None."""
-    import builtins
-    import math
-
-    import numpy as np
-
-    import s2s_runtime
-
-    if fn in _NAMES:
-        return _NAMES[fn]
-    name = getattr(fn, "__name__", None)
-    if name is None:
-        return None
-    for prefix, module in (("np", np), ("np.linalg", np.linalg), ("math", math), ("rt", s2s_runtime),
-                           ("", builtins)):
-        if getattr(module, name, None) is fn:
-            return f"{prefix}.{name}" if prefix else name
-    return None
-
-
-@functools.cache
-def _template_cached(text: str) -> gast.expr:
-    return gast.parse(text, mode="eval").body
-
-
-def template(text: str) -> gast.expr:
-    """A fresh gast expression parsed from ``text``."""
-    import copy
-
-    return copy.deepcopy(_template_cached(text))
 
 
 @functools.cache

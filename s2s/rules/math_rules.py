@@ -2,7 +2,7 @@
 
 import math
 
-from . import defnondiff, defrule
+from .table import defnondiff, defrule
 
 defrule(math.sin, "x", jvp="x_dot * math.cos(x)", vjp="z_adj * math.cos(x)")
 defrule(math.cos, "x", jvp="-x_dot * math.sin(x)", vjp="-z_adj * math.sin(x)")

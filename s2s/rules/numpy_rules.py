@@ -9,7 +9,7 @@ Where Numba lacks a NumPy spelling (``np.mean(x, axis)``, ``keepdims``),
 
 import numpy as np
 
-from . import defnondiff, defrule, register_name
+from .table import defnondiff, defrule, mark, register_name
 
 for _name in ("norm", "solve", "det", "inv", "slogdet"):
     register_name(getattr(np.linalg, _name), f"np.linalg.{_name}")
@@ -283,3 +283,18 @@ defnondiff("x1, x2", np.floor_divide, np.bitwise_and, np.bitwise_or, np.bitwise_
 defnondiff("x", np.invert)
 defnondiff("a, tol=None", np.linalg.matrix_rank)
 register_name(np.linalg.matrix_rank, "np.linalg.matrix_rank")
+
+# ------------------------------------------------------------------ facts the passes ask for
+# element-wise functions: fusion inlines them into element loops; forward mode applies the first group's
+# rules to all of jacfwd's directions at once (the second group's select a tangent by a condition)
+mark(np.exp, np.log, np.sin, np.cos, np.tan, np.tanh, np.sinh, np.cosh, np.sqrt, np.absolute, np.fabs, np.square,
+     np.log1p, np.expm1, np.log2, np.log10, np.exp2, np.arctan, np.arcsin, np.arccos, np.arcsinh, np.arccosh,
+     np.arctanh, np.hypot, np.arctan2, np.reciprocal, np.negative, np.positive, np.power, np.cbrt, np.logaddexp,
+     elementwise=True, stacks=True)
+mark(np.maximum, np.minimum, np.fmax, np.fmin, np.where, np.sign, np.floor, np.ceil, elementwise=True)
+# allocations: what a new array is filled with, and whether it is shaped like its first argument
+mark(np.zeros, np.zeros_like, fill="0")
+mark(np.ones, np.ones_like, fill="1")
+mark(np.empty, np.empty_like, fill="empty")
+mark(np.full, np.full_like, fill="argument")
+mark(np.zeros_like, np.ones_like, np.empty_like, np.full_like, like=True)

@@ -6,7 +6,7 @@ where both the operand and the result are scalars.
 
 import operator
 
-from . import defnondiff, defrule, register_name
+from .table import defnondiff, defrule, mark, register_name
 
 for _fn in (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.matmul,
             operator.neg, operator.pos, operator.floordiv, operator.mod, operator.lt, operator.le,
@@ -43,3 +43,7 @@ defrule(operator.matmul, "x, y",
 defnondiff("x, y", operator.floordiv, operator.lt, operator.le, operator.gt, operator.ge,
            operator.eq, operator.ne, operator.and_, operator.or_, operator.xor)
 defnondiff("x", operator.not_, operator.invert)
+
+# arithmetic is element-wise, and its forward rules hold for jacfwd's stacked directions
+mark(operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg, operator.pos,
+     elementwise=True, stacks=True)

@@ -11,7 +11,8 @@ import numpy as np
 
 import s2s_runtime as rt
 
-from . import _RULES, canonical_name, deffacts, defnondiff, defrule, numpy_rules  # noqa: F401 (numpy_rules: copied below)
+from . import numpy_rules  # noqa: F401 (its rules are copied below)
+from .table import _RULES, canonical_name, deffacts, defnondiff, defrule, mark
 
 # ----------------------------------------------------------- linear in the first argument
 defrule(rt.unbroadcast, "g, like", nondiff=("like",), jvp="rt.unbroadcast(g_dot, like)",
@@ -139,3 +140,7 @@ deffacts("*arrays", rt.same_shape)
 defnondiff("first, n", rt.zeros_stack)
 defrule(rt.last_item, "item, index, length", nondiff=("index", "length"),
         jvp="rt.last_item(item_dot, index, length)", vjp="z_adj")
+
+# facts the fusion pass and the CUDA backend ask for
+mark(rt.unbroadcast, rt.broadcast_like, passes_through=True)
+mark(rt.basis, fill="basis")

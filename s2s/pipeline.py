@@ -1,0 +1,187 @@
+"""The compiler's stages, each an ordered list of passes with one signature.
+
+Every pass takes a function (a ``gast.FunctionDef``) and a :class:`Context`
+holding what it may ask for, and returns the function. A driver runs a
+stage with :func:`run`; ``S2S_VERBOSE=1`` (or ``s2s show --stages``) prints
+the source after every pass of every stage::
+
+    front       fence → positional parameters                  (s2s.program, per user function)
+    normalise   lift nested functions → flatten containers → dict records → resolve → control flow
+                → comprehensions → sequences → A-normal form → split tuples
+    then s2s.build types the program (Numba) and differentiates it
+    (s2s.passes.reverse / s2s.passes.forward), and runs on each generated function:
+    primal      numpy in-place → simplify → fuse primal        (the user's functions)
+    reverse     simplify → fuse → tapes                        (a grad, vjp or jacrev entry)
+    callee vjp  simplify → tapes                               (the vjp of a called function)
+    forward     simplify                                       (a jvp or jacfwd entry, a callee's jvp)
+    finish      vector math                                    (every function of a compiled module)
+
+    >>> [p.name for p in STAGES["reverse"]]
+    ['simplify', 'fuse', 'tapes']
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import gast
+
+from .astutil import assign, call, name, to_source
+from .naming import Namer
+from .passes import (
+    anf,
+    comprehensions,
+    control_flow,
+    fence,
+    flatten,
+    fuse,
+    lift,
+    params,
+    records,
+    resolve,
+    sequences,
+    simplify,
+    tapes,
+    tuples,
+    vector_math,
+)
+
+__all__ = ["Context", "Pass", "STAGES", "run"]
+
+
+@dataclass
+class Context:
+    """What the passes of a stage may ask for about the function they rewrite.
+
+    Every pass: ``namer`` (fresh names; the normalising driver sets it after
+    the front stage). Normalising: ``src`` (the user's source), ``program``
+    (the program being filled), ``key`` (the function's key in it),
+    ``structures`` (the containers the parameters receive). Generating:
+    ``pure`` (functions whose unused calls may go), ``scalars`` (float scalar
+    variables), ``types`` (variable → Numba type, for fusion; None: no
+    fusion) and ``return_type``, ``scalar_tapes`` (for the tapes pass),
+    ``inplace`` (``x op= e`` on arrays updates them, as under ``jit``).
+    """
+
+    namer: Namer | None
+    src: object = None
+    program: object = None
+    key: object = None
+    structures: dict = field(default_factory=dict)
+    pure: set = field(default_factory=set)
+    scalars: set = field(default_factory=set)
+    types: dict | None = None
+    scalar_tapes: dict = field(default_factory=dict)
+    inplace: bool = False
+    return_type: object = None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One pass: its name (as ``S2S_VERBOSE`` prints it) and ``run(function, context) -> function``."""
+
+    name: str
+    run: Callable[[gast.FunctionDef, Context], gast.FunctionDef]
+
+
+def run(stage: str, fn: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Run every pass of ``stage`` on ``fn`` in order (printing the source after each under ``S2S_VERBOSE``)."""
+    verbose = os.environ.get("S2S_VERBOSE")
+    for step in STAGES[stage]:
+        fn = step.run(fn, ctx)
+        if verbose:
+            print(f"# --- {fn.name}: {stage} / {step.name}\n{to_source(fn)}\n")
+    return fn
+
+
+def _body(rewrite: Callable[[list, Context], list]) -> Callable[[gast.FunctionDef, Context], gast.FunctionDef]:
+    """A pass from a rewrite of the function's body."""
+    def on_function(fn: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+        fn.body = rewrite(fn.body, ctx)
+        return fn
+    return on_function
+
+
+# ------------------------------------------------------------------------------------------------ normalise
+def _fence(fn, ctx):
+    fence.check(ctx.src)
+    return fn
+
+
+def _positional(fn, ctx):
+    params.positional(fn)  # keyword-only parameters last; calls pass every argument by position
+    return fn
+
+
+def _lift(fn, ctx):
+    ctx.program.lift_nested(fn, ctx.src, ctx.key)
+    return fn
+
+
+def _flatten(fn, ctx):
+    if ctx.structures:
+        names = [a.id for a in fn.args.args]
+        flatten.flatten(fn, {names[k]: t for k, t in ctx.structures.items()}, ctx.namer, ctx.src)
+    return fn
+
+
+FRONT = [Pass("fence", _fence), Pass("positional parameters", _positional)]
+NORMALISE = [
+    Pass("lift nested functions", _lift),
+    Pass("flatten containers", _flatten),
+    Pass("dict records", lambda fn, ctx: records.lower(fn, ctx.namer, ctx.src.unsupported)),
+    Pass("resolve", lambda fn, ctx: resolve.resolve(ctx.src, fn, lift.local_names(fn), ctx.program)),
+    Pass("control flow", lambda fn, ctx: control_flow.lower(fn, ctx.namer, ctx.src.unsupported)),
+    Pass("comprehensions", lambda fn, ctx: comprehensions.lower(fn, ctx.namer, ctx.src.unsupported)),
+    Pass("sequences", lambda fn, ctx: sequences.lower(fn, ctx.namer, ctx.src.unsupported)),
+    Pass("A-normal form", lambda fn, ctx: anf.normalize(fn, ctx.namer, ctx.src.unsupported)),
+    Pass("split tuples", lambda fn, ctx: tuples.split(fn, ctx.namer)),
+]
+
+
+# ------------------------------------------------------------------------------------------------ generating
+def numpy_inplace(fn: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """``x op= e`` updates an array in place, as in NumPy (normalisation made it ``x = x op e``)."""
+    if ctx.inplace:
+        for s in gast.walk(fn):
+            if isinstance(s, gast.Assign) and getattr(s, "s2s_inplace", False) \
+                    and isinstance(s.targets[0], gast.Name):
+                s.value = call("rt.assign_into", name(s.targets[0].id), s.value)
+    return fn
+
+
+def fuse_primal(body: list, ctx: Context) -> list:
+    """``body`` fused; ``return np.sum(e)`` is fused too (as ``_result = np.sum(e); return _result``)."""
+    if ctx.types is None:
+        return body
+    namer = copy.deepcopy(ctx.namer)
+    last = body[-1] if body else None
+    if not (isinstance(last, gast.Return) and last.value is not None
+            and not isinstance(last.value, (gast.Name, gast.Constant))):
+        return fuse.fuse(body, ctx.types, namer)
+    result = namer.fresh("_result")
+    typemap = {**ctx.types, result: ctx.return_type}
+    split = body[:-1] + [assign(result, last.value), gast.Return(value=name(result))]
+    loops = sum(isinstance(n, gast.For) for s in body for n in gast.walk(s))
+    fused = fuse.fuse(split, typemap, namer)
+    if sum(isinstance(n, gast.For) for s in fused for n in gast.walk(s)) > loops:
+        return fused
+    return fuse.fuse(body, ctx.types, namer)
+
+
+_SIMPLIFY = Pass("simplify", _body(lambda body, ctx: simplify.simplify(body, ctx.pure, ctx.scalars)))
+_FUSE = Pass("fuse", _body(lambda body, ctx: body if ctx.types is None else fuse.fuse(body, ctx.types, ctx.namer)))
+_TAPES = Pass("tapes", _body(lambda body, ctx: tapes.lower(body, ctx.scalar_tapes)))
+
+STAGES: dict[str, list[Pass]] = {
+    "front": FRONT,
+    "normalise": NORMALISE,
+    "primal": [Pass("numpy in-place", numpy_inplace), _SIMPLIFY, Pass("fuse primal", _body(fuse_primal))],
+    "reverse": [_SIMPLIFY, _FUSE, _TAPES],
+    "callee vjp": [_SIMPLIFY, _TAPES],
+    "forward": [_SIMPLIFY],
+    "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars))],
+}

@@ -1,0 +1,59 @@
+"""The pipeline: every stage and pass runs from s2s.pipeline's lists, and S2S_VERBOSE shows each one."""
+
+import re
+
+import numba
+import pytest
+
+from s2s import pipeline
+from s2s.build import Builder
+
+
+def helper(x):
+    return x * x
+
+
+def loss(x):
+    y = helper(x) + 1.0
+    for _ in range(2):
+        y = y * 0.5
+    return y
+
+
+def _shown(capsys, monkeypatch, transform: str) -> dict[str, list[str]]:
+    """stage → the passes S2S_VERBOSE printed a function after, in order (first function of each stage)."""
+    monkeypatch.setenv("S2S_VERBOSE", "1")
+    Builder(loss, transform, 0).source((numba.float64,))
+    shown: dict[str, list[str]] = {}
+    for _fn, stage, step in re.findall(r"^# --- (\w+): ([\w ]+) / (.+)$", capsys.readouterr().out, re.M):
+        passes = shown.setdefault(stage, [])
+        if step not in passes:
+            passes.append(step)
+    return shown
+
+
+@pytest.mark.parametrize("transform, stages", [
+    ("grad", ["front", "normalise", "primal", "reverse", "callee vjp", "finish"]),
+    ("jvp", ["front", "normalise", "primal", "forward", "finish"]),
+])
+def test_verbose_names_every_stage_and_pass(capsys, monkeypatch, transform, stages):
+    shown = _shown(capsys, monkeypatch, transform)
+    assert sorted(shown) == sorted(stages)
+    for stage in stages:
+        assert shown[stage] == [p.name for p in pipeline.STAGES[stage]]
+    assert shown["normalise"][-1] == "split tuples"
+
+
+def test_quiet_without_verbose(capsys, monkeypatch):
+    monkeypatch.delenv("S2S_VERBOSE", raising=False)
+    Builder(loss, "grad", 0).source((numba.float64,))
+    assert "# ---" not in capsys.readouterr().out
+
+
+def test_every_stage_is_a_list_of_passes_with_one_signature():
+    import inspect
+
+    for stage, passes in pipeline.STAGES.items():
+        assert passes, stage
+        for p in passes:
+            assert list(inspect.signature(p.run).parameters) == ["fn", "ctx"], (stage, p.name)
