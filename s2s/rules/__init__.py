@@ -82,9 +82,30 @@ class Rule:
         return bound
 
 
+_RESERVED = frozenset({"z", "z_adj"})  # the result and its adjoint, in every template
+
+
 def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
+    """Parameter names and defaults; names a template could not tell apart are refused.
+
+        >>> _parse_params("g, x, z")
+        Traceback (most recent call last):
+        ValueError: rule parameter `z` is reserved: templates name the result `z` and its adjoint `z_adj`
+        >>> _parse_params("a_dot, a")
+        Traceback (most recent call last):
+        ValueError: rule parameter `a_dot` is also the name of the tangent of parameter `a`
+    """
     node = ast.parse(f"def f({params}): pass").body[0].args
     names = tuple(a.arg for a in node.args)
+    for p in names:
+        if p in _RESERVED:
+            raise ValueError(f"rule parameter `{p}` is reserved: templates name the result `z` and its adjoint "
+                             "`z_adj`")
+        for suffix in ("_dot", "_adj"):
+            if p.endswith(suffix) and p[:-len(suffix)] in names:
+                kind = "tangent" if suffix == "_dot" else "adjoint"
+                raise ValueError(f"rule parameter `{p}` is also the name of the {kind} of parameter "
+                                 f"`{p[:-len(suffix)]}`")
     defaults = {a.arg: ast.unparse(d) for a, d in zip(node.args[len(node.args) - len(node.defaults):],
                                                       node.defaults)}
     return names, defaults

@@ -1,0 +1,80 @@
+"""Bugs of issue 10 found after it was filed, each kept as a named test.
+
+Every expected value is a central finite difference in float64 or analytic.
+"""
+
+import numpy as np
+import pytest
+
+import s2s
+from s2s.check import check_grads
+
+X4 = np.array([0.3, 1.2, 2.5, -0.7])
+M34 = np.array([[0.3, 1.2, -0.4, 0.9], [2.5, -0.7, 0.1, 1.6], [-1.1, 0.8, 2.2, 0.05]])
+
+
+def max_times_element(x):
+    return np.max(x) * x[1]
+
+
+def min_times_element(x):
+    return np.min(x) * x[1]
+
+
+def amax_times_sum(x):
+    return np.amax(x) * np.sum(x)
+
+
+def amin_squared(x):
+    return np.amin(x) ** 2
+
+
+def argmax_selection(x):
+    return x[np.argmax(x)] * x[0]
+
+
+def builtin_max_product(x):
+    return max(x[0], x[2]) * x[1]
+
+
+def maximum_dot(x):
+    return np.maximum(x, 0.5) @ x
+
+
+def minimum_of_two(x):
+    return np.sum(np.minimum(x * x, x + 1.0) * x)
+
+
+def clip_times(x):
+    return np.sum(np.clip(x, -0.5, 2.0) * x)
+
+
+def max_over_axis(m):
+    return np.sum(np.max(m, axis=0) * m[1])
+
+
+def min_over_axis_kept(m):
+    return np.sum(np.min(m, axis=1, keepdims=True) * m)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [max_times_element, min_times_element, amax_times_sum, amin_squared,
+                                argmax_selection, builtin_max_product, maximum_dot, minimum_of_two, clip_times])
+def test_second_order_of_extrema_of_a_vector(fn, target):
+    """The forward rules of the extrema's adjoint helpers named their own result where the extremum was meant:
+    ``hessian(lambda x: np.max(x) * x[1])`` was wrong, and NaN for ``np.max(x) ** 2``."""
+    check_grads(fn, (X4,), order=2, target=target)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [max_over_axis, min_over_axis_kept])
+def test_second_order_of_extrema_over_an_axis(fn, target):
+    check_grads(fn, (M34,), order=2, target=target)
+
+
+def test_rule_parameters_cannot_shadow_template_names():
+    """A rule parameter named `z` (the result in templates) or `a_dot` beside `a` is refused, not misread."""
+    with pytest.raises(ValueError, match="reserved"):
+        s2s.defrule(np.sinc, "z", jvp="z_dot", vjp="z_adj")
+    with pytest.raises(ValueError, match="tangent of parameter `x`"):
+        s2s.defrule(np.sinc, "x, x_dot", jvp="x_dot", vjp="z_adj")
