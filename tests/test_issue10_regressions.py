@@ -78,3 +78,28 @@ def test_rule_parameters_cannot_shadow_template_names():
         s2s.defrule(np.sinc, "z", jvp="z_dot", vjp="z_adj")
     with pytest.raises(ValueError, match="tangent of parameter `x`"):
         s2s.defrule(np.sinc, "x, x_dot", jvp="x_dot", vjp="z_adj")
+
+
+W23 = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+
+def vector_broadcast_to_matrix(x):
+    return np.sum(np.sin(np.broadcast_to(x, (2, 3))) * W23)
+
+
+def scalar_broadcast_to_matrix(a):
+    return np.sum(np.broadcast_to(a, (2, 3)) * W23) * a
+
+
+def row_broadcast_to_matrix(x):
+    return np.sum(np.broadcast_to(np.reshape(x, (1, 3)), (2, 3)) ** 2 * W23)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn, arg", [(vector_broadcast_to_matrix, np.array([0.3, -0.2, 1.1])),
+                                     (scalar_broadcast_to_matrix, 0.7),
+                                     (row_broadcast_to_matrix, np.array([0.3, -0.2, 1.1]))])
+def test_broadcast_to_sums_its_adjoint_back(fn, arg, target):
+    """The reverse pass dropped `rt.unbroadcast` wherever one array was the only operand, which is wrong for
+    `np.broadcast_to(x, shape)` (its result has more elements than `x`): only element-wise rules may drop it."""
+    check_grads(fn, (arg,), order=2, target=target)

@@ -19,8 +19,10 @@ an active path without a rule is an error, never a zero.
 
 Facts the passes need about a function live in its rule too: ``pure`` (a
 call has no effect but its value, so an unused one may go), ``fresh`` (the
-result is always new memory, so it may be updated in place) and ``view``
-(the result may share memory with the first argument). A runtime helper
+result is always new memory, so it may be updated in place), ``view``
+(the result may share memory with the first argument) and ``elementwise``
+(the result has the broadcast shape of the array arguments, so an argument
+that is the only array needs no ``rt.unbroadcast`` of its adjoint). A runtime helper
 that only carries facts (no derivative yet) is registered with
 :func:`deffacts`; differentiating it is an error.
 
@@ -60,6 +62,7 @@ class Rule:
     view: bool = False  # the result may share memory with the first argument
     pure: bool = True  # a call has no effect but its value (it writes into no argument)
     fresh: bool = False  # the result is always new memory, never an argument or a view of one
+    elementwise: bool = False  # the result's shape is the broadcast of the array arguments' shapes
     impl: str | None = None  # how generated code calls it, where Numba lacks the NumPy spelling
     impl_when: frozenset = frozenset()  # call `impl` only when one of these is passed (empty: always)
     expand: str | None = None  # a tuple of single-result calls generated code writes instead (``slogdet``)
@@ -114,7 +117,7 @@ def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
             sequences: tuple = (), view: bool = False, fresh: bool = False, name: str | None = None,
             impl: str | None = None, impl_when: tuple = (), expand: str | None = None,
-            check=None) -> Rule:
+            check=None, elementwise: bool = False) -> Rule:
     """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
 
     ``vjp`` is one expression (for a function of one differentiable
@@ -138,7 +141,7 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
         vjp = dict(zip(diff, vjp))
     rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
                 True, frozenset(sequences), view, impl=impl, impl_when=frozenset(impl_when), fresh=fresh,
-                expand=expand, check=check)
+                expand=expand, check=check, elementwise=elementwise)
     _RULES[fn] = rule
     return rule
 
