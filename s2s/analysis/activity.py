@@ -30,6 +30,7 @@ active value without a derivative rule is an error naming the function.
 from __future__ import annotations
 
 import gast
+from numba.core import types
 
 from ..astutil import attr_chain
 from ..errors import NoRuleError
@@ -204,8 +205,13 @@ class Activity:
                     self._alias(t, n, s)
 
     # ------------------------------------------------------------ propagate
+    def _maybe_float(self, name: str) -> bool:
+        """Whether ``name`` may hold floats: a float type, or one Numba made optional (float or None)."""
+        t = self.typed.type_of(name)
+        return is_float_type(t) or (isinstance(t, types.Optional) and is_float_type(t.type))
+
     def _propagate(self) -> None:
-        is_float = self.typed.is_float
+        is_float = self._maybe_float  # optional floats are followed too, to be refused in `_check`
         changed = True
         while changed:
             changed = False
@@ -223,6 +229,12 @@ class Activity:
                             changed = True
 
     def _check(self) -> None:
+        for target, sources, s in self.flows:
+            if target in self.active and isinstance(self.typed.type_of(target), types.Optional) \
+                    and any(x in self.varied for x in sources):
+                raise self.fn.src.unsupported(
+                    f"`{target}`, which may be None or a float, on a differentiated path", s,
+                    hint="give it a float in every branch (a default of 0.0 instead of None)")
         for s in self.inplace:
             target = s.targets[0].id
             others = self._live_views(target, s) - ({s.value.id} if isinstance(s.value, gast.Name) else set())
