@@ -351,6 +351,10 @@ class _Order:
                 for node in gast.walk(head):
                     if isinstance(node, gast.Attribute) and node.attr in ("shape", "ndim", "size", "dtype"):
                         node.value.s2s_shape_only = True
+                    if isinstance(node, gast.Call):  # an argument whose shape alone the function reads
+                        rule, bound, _ = call_rule(node)
+                        for param in rule.shape_only if bound else ():
+                            bound[param].s2s_shape_only = True
                     if isinstance(node, gast.Name) and not getattr(node, "s2s_shape_only", False):
                         table = self.defs if isinstance(node.ctx, gast.Store) else self.reads
                         table.setdefault(node.id, []).append(

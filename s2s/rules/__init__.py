@@ -22,7 +22,9 @@ call has no effect but its value, so an unused one may go), ``fresh`` (the
 result is always new memory, so it may be updated in place), ``view``
 (the result may share memory with the first argument) and ``elementwise``
 (the result has the broadcast shape of the array arguments, so an argument
-that is the only array needs no ``rt.unbroadcast`` of its adjoint). A runtime helper
+that is the only array needs no ``rt.unbroadcast`` of its adjoint) and
+``shape_only`` (parameters of which only the shape is read, so passing a
+view of an array written since is no read of its values). A runtime helper
 that only carries facts (no derivative yet) is registered with
 :func:`deffacts`; differentiating it is an error.
 
@@ -63,6 +65,7 @@ class Rule:
     pure: bool = True  # a call has no effect but its value (it writes into no argument)
     fresh: bool = False  # the result is always new memory, never an argument or a view of one
     elementwise: bool = False  # the result's shape is the broadcast of the array arguments' shapes
+    shape_only: frozenset = frozenset()  # parameters of which only the shape is read
     impl: str | None = None  # how generated code calls it, where Numba lacks the NumPy spelling
     impl_when: frozenset = frozenset()  # call `impl` only when one of these is passed (empty: always)
     expand: str | None = None  # a tuple of single-result calls generated code writes instead (``slogdet``)
@@ -117,7 +120,7 @@ def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
             sequences: tuple = (), view: bool = False, fresh: bool = False, name: str | None = None,
             impl: str | None = None, impl_when: tuple = (), expand: str | None = None,
-            check=None, elementwise: bool = False) -> Rule:
+            check=None, elementwise: bool = False, shape_only: tuple = ()) -> Rule:
     """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
 
     ``vjp`` is one expression (for a function of one differentiable
@@ -141,17 +144,18 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
         vjp = dict(zip(diff, vjp))
     rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
                 True, frozenset(sequences), view, impl=impl, impl_when=frozenset(impl_when), fresh=fresh,
-                expand=expand, check=check, elementwise=elementwise)
+                expand=expand, check=check, elementwise=elementwise, shape_only=frozenset(shape_only))
     _RULES[fn] = rule
     return rule
 
 
-def defnondiff(params: str, *fns, view: bool = False, fresh: bool = False, impl: str | None = None) -> None:
+def defnondiff(params: str, *fns, view: bool = False, fresh: bool = False, impl: str | None = None,
+               shape_only: tuple = ()) -> None:
     """Register functions whose result carries no derivative (``np.floor``, ``len``)."""
     names, defaults = _parse_params(params)
     for fn in fns:
         _RULES[fn] = Rule(fn, canonical_name(fn), names, defaults, differentiable=False, view=view,
-                          fresh=fresh, nondiff=frozenset(names), impl=impl)
+                          fresh=fresh, nondiff=frozenset(names), impl=impl, shape_only=frozenset(shape_only))
 
 
 def deffacts(params: str, *fns, pure: bool = True, fresh: bool = False, view: bool = False) -> None:

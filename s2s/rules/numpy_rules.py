@@ -162,7 +162,7 @@ defnondiff("x", np.sign, np.floor, np.ceil, np.rint, np.trunc, np.isnan, np.isin
            np.logical_not)
 defnondiff("a, decimals=0", np.round, np.around)
 defnondiff("shape, dtype=None", np.zeros, np.ones, np.empty)
-defnondiff("a, dtype=None", np.zeros_like, np.ones_like, np.empty_like, fresh=True)
+defnondiff("a, dtype=None", np.zeros_like, np.ones_like, np.empty_like, fresh=True, shape_only=("a",))
 defnondiff("N, M=None, k=0, dtype=None", np.eye)
 defnondiff("start, stop=None, step=None, dtype=None", np.arange)
 defnondiff("start, stop, num=50", np.linspace)

@@ -14,11 +14,12 @@ import s2s_runtime as rt
 from . import _RULES, canonical_name, deffacts, defnondiff, defrule, numpy_rules  # noqa: F401 (numpy_rules: copied below)
 
 # ----------------------------------------------------------- linear in the first argument
-defrule(rt.unbroadcast, "g, like", nondiff=("like",), jvp="rt.unbroadcast(g_dot, like)",
+defrule(rt.unbroadcast, "g, like", nondiff=("like",), shape_only=("like",), jvp="rt.unbroadcast(g_dot, like)",
         vjp="rt.broadcast_like(z_adj, g)")
-defrule(rt.broadcast_like, "t, like", nondiff=("like",), jvp="rt.broadcast_like(t_dot, like)",
+defrule(rt.broadcast_like, "t, like", nondiff=("like",), shape_only=("like",),
+        jvp="rt.broadcast_like(t_dot, like)",
         vjp="rt.unbroadcast(z_adj, t)")
-defrule(rt.unreduce, "g, x, axis, keepdims", nondiff=("x", "axis", "keepdims"), fresh=True,
+defrule(rt.unreduce, "g, x, axis, keepdims", nondiff=("x", "axis", "keepdims"), fresh=True, shape_only=("x",),
         jvp="rt.unreduce(g_dot, x, axis, keepdims)", vjp="rt.sum(z_adj, axis, keepdims=keepdims)")
 defrule(rt.select, "condition, a, b", nondiff=("condition",), jvp="rt.select(condition, a_dot, b_dot)",
         vjp=("rt.unbroadcast(rt.select(condition, z_adj, 0.0), a)",
@@ -41,7 +42,7 @@ defrule(rt.matvec, "m, v", jvp="rt.matvec(m_dot, v) + rt.matvec(m, v_dot)")
 # -------------------------------------------- re-arranging an adjoint: linear in it
 defrule(rt.cumsum_vjp, "g, a, axis", nondiff=("a", "axis"), fresh=True, jvp="rt.cumsum_vjp(g_dot, a, axis)")
 defrule(rt.transpose_vjp, "g, axes", nondiff=("axes",), jvp="rt.transpose_vjp(g_dot, axes)")
-defrule(rt.reshape_like, "g, a", nondiff=("a",), jvp="rt.reshape_like(g_dot, a)")
+defrule(rt.reshape_like, "g, a", nondiff=("a",), shape_only=("a",), jvp="rt.reshape_like(g_dot, a)")
 defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
 defrule(rt.array_vjp, "g, object", nondiff=("object",), jvp="rt.array_vjp(g_dot, object)")
 defrule(rt.last_write, "g, idx, axis", nondiff=("idx", "axis"), jvp="rt.last_write(g_dot, idx, axis)",
@@ -59,7 +60,7 @@ defrule(rt.clip_jvp, "t, t_min, t_max, a, a_min, a_max", nondiff=("a", "a_min", 
 defnondiff("a, a_min, a_max", rt.clip_inside)
 
 # ------------------------------------------------------------------- no derivative
-defnondiff("x, axis", rt.reduced_count)
+defnondiff("x, axis", rt.reduced_count, shape_only=("x",))
 defnondiff("start, stop, step", rt.reversed_range)
 defnondiff("start, step, count", rt.reversed_steps)
 defnondiff("count, offset, x", rt.basis)
