@@ -165,3 +165,30 @@ def element_incremented_then_summed(x):
 def test_an_element_incremented_then_summed_into_the_same_name(target):
     """Reported as an AttributeError under target="python" (not reproduced after the merges): pinned here."""
     check_grads(element_incremented_then_summed, (X4,), order=2, target=target)
+
+
+def slice_times_in_place(x):
+    y = np.copy(x)
+    y[1:3] *= x[0:2]
+    return np.sum(y * y)
+
+
+def shifted_slice_update(x):
+    y = np.copy(x)
+    y[1:] = y[:-1] * x[1:]
+    return np.sum(np.cos(y))
+
+
+@pytest.mark.parametrize("fn, view, statement", [(slice_times_in_place, "y[1:3]", "y[1:3] = y[1:3] * x[0:2]"),
+                                                 (shifted_slice_update, "y[:-1]", "y[1:] = y[:-1] * x[1:]")])
+def test_alias_refusal_names_the_users_expressions(fn, view, statement):
+    """The hessian of a slice update reading the array it writes is refused; the message named `_t1`."""
+    import re
+
+    from s2s.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError) as info:
+        s2s.hessian(fn, target="python")(X4)
+    message = str(info.value).splitlines()[0]
+    assert f"while `{view}`" in message and f"at `{statement}`" in message and f"`{fn.__name__}_grad`" in message
+    assert not re.search(r"\b_t\d+\b", message), message

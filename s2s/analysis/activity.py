@@ -29,11 +29,14 @@ active value without a derivative rule is an error naming the function.
 
 from __future__ import annotations
 
+import copy
+
 import gast
 from numba.core import types
 
-from ..astutil import attr_chain
+from ..astutil import attr_chain, to_source
 from ..errors import NoRuleError
+from ..naming import is_temp
 from ..rules import lookup, resolve_spelling
 from .indexing import index_parts
 from .types import Typed, atom_type, is_float_type
@@ -240,8 +243,8 @@ class Activity:
             others = self._live_views(target, s) - ({s.value.id} if isinstance(s.value, gast.Name) else set())
             if others:
                 raise self.fn.src.unsupported(
-                    f"an in-place `{target} op= ...` on an array that shares memory with "
-                    f"`{', '.join(sorted(others))}`", s,
+                    f"{self._where(s)}an in-place `{target} op= ...` on an array that shares memory with "
+                    f"{self._describe(others)}", s,
                     hint=f"write `{target}[...] = {target} op ...` to change it in place, or copy it first")
         for target, sources, s, label in self.unknown:
             if target in self.useful and any(x in self.varied for x in sources):
@@ -253,8 +256,36 @@ class Activity:
                 others = self._live_views(target, s)
                 if others:
                     raise self.fn.src.unsupported(
-                        f"writing into `{target}` while `{', '.join(sorted(others))}`, which shares its memory, "
-                        "is read later", s, hint="write into a copy (`.copy()`), or read through one name only")
+                        f"{self._where(s)}writing into `{target}` while {self._describe(others)}, which shares its "
+                        "memory, is read later", s, hint="write into a copy (`.copy()`), or read through one name only")
+
+    def _describe(self, names) -> str:
+        """The variables ``names`` as the user wrote them: a temporary as the expression it holds."""
+        return ", ".join(f"`{self._expression(n)}`" for n in sorted(names))
+
+    def _expression(self, var: str, depth: int = 6) -> str:
+        """``var``, or for a temporary (``_t1``) its defining expression with temporaries expanded."""
+        if not hasattr(self, "_temps"):
+            defs: dict[str, list] = {}
+            for s in gast.walk(self.fn.node):
+                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                    defs.setdefault(s.targets[0].id, []).append(s.value)
+            self._temps = {k: v[0] for k, v in defs.items() if is_temp(k) and len(v) == 1}
+        if var not in self._temps or depth == 0:
+            return var
+        expr = copy.deepcopy(self._temps[var])
+        for node in gast.walk(expr):
+            if isinstance(node, gast.Name) and node.id in self._temps:
+                node.id = self._expression(node.id, depth - 1)
+        return _source(expr)
+
+    def _where(self, s) -> str:
+        """For generated code (a derivative differentiated again): which statement, as the user wrote it."""
+        if not self.fn.generated:
+            return ""
+        value = self._expression(s.value.id) if isinstance(s.value, gast.Name) else _source(s.value)
+        return (f"in `{self.fn.name}` (code s2s generated, differentiated again), "
+                f"at `{_source(s.targets[0])} = {value}`: ")
 
     def _live_views(self, target: str, write) -> set[str]:
         """Other names of ``target``'s memory when ``write`` runs that are read after it.
@@ -306,6 +337,23 @@ class Activity:
                         shared.add(other)
                         todo.append(other)
         return {other for other in shared - {target} if read_after(other)}
+
+
+def _source(expr) -> str:
+    """``expr`` as source text, without the parentheses the unparser puts around a whole operation.
+
+        >>> _source(gast.parse("a * b", mode="eval").body)
+        'a * b'
+    """
+    text = to_source(expr).strip()
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for k, ch in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and k < len(text) - 1:
+                return text
+        return text[1:-1]
+    return text
 
 
 def list_method(value) -> str | None:
