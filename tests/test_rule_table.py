@@ -294,7 +294,8 @@ case(np.spacing, "{x} + 0.0 * np.spacing({x})", "numba_nondiff", x=V4)
 case(np.isclose, "np.where(np.isclose({x}, {y}), {x}, {y})", "numba_nondiff", x=spaced(4), y=spaced(4))
 case(np.allclose, "{x} * (1.0 + np.allclose({x}, {y}))", "numba_nondiff", x=V4, y=V4)
 case(np.array_equal, "{x} * (1.0 + np.array_equal({x}, {y}))", "numba_nondiff", x=V4, y=V4)
-case(np.argpartition, "{x} * np.argpartition({x}, 1)", "numba_nondiff", x=spaced(4))
+# only the k-th position of argpartition is specified (Numba and NumPy order the rest differently)
+case(np.argpartition, "{x} * np.argpartition({x}, 1)[1]", "numba_nondiff", x=spaced(4))
 case(np.bincount, "{x} * np.bincount({i})[:4]", "numba_nondiff", x=V4, i=lambda rng: np.array([0, 1, 1, 3]))
 case(np.digitize, "{x} * np.digitize({x}, {b})", "numba_nondiff", fixed=("b",), x=spaced(4),
      b=lambda rng: np.array([0.1, 0.6, 1.1]))
@@ -509,10 +510,7 @@ def test_first_order(group, tmp_path):
     _run(_groups()[group], f"first_{group}", lambda b: _first_order(b, "python"), tmp_path)
 
 
-@pytest.mark.parametrize("group", [pytest.param(g, marks=pytest.mark.xfail(
-    reason="open: the compiled gradient of this group disagrees at two entries of p while each case alone agrees; "
-           "not yet found which case (a jump of a nondifferentiable function near the sample point, or a bug)",
-    strict=False)) if g == "numba_nondiff" else g for g in COMPILED_GROUPS])
+@pytest.mark.parametrize("group", COMPILED_GROUPS)
 def test_first_order_compiled(group, tmp_path):
     _run(_groups(compiled=True)[group], f"compiled_{group}", lambda b: _first_order(b, "cpu"), tmp_path)
 
