@@ -101,7 +101,8 @@ class Builder:
     def program(self) -> Program:
         """The normalised user functions this transform reaches (cheap: no typing, no compiling)."""
         program = Program(specialise=self.specialise)
-        program.add(self.fn, {} if self.takes_leaves else self.structures)
+        root = program.add(self.fn, {} if self.takes_leaves else self.structures)
+        root.generated = self.takes_leaves
         return program
 
     def key(self, program: Program, arg_types: tuple) -> str:

@@ -11,10 +11,19 @@ formatted by the passes themselves:
 
 from __future__ import annotations
 
-__all__ = ["Namer", "RESERVED"]
+__all__ = ["Namer", "RESERVED", "is_temp"]
 
 #: Names that generated modules import or define at module level.
 RESERVED = frozenset({"np", "math", "rt", "numba", "operator"})
+
+
+def is_temp(name: str) -> bool:
+    """Whether ``name`` is a temporary :meth:`Namer.temp` made for an expression (``_t1``).
+
+        >>> is_temp("_t12"), is_temp("t1"), is_temp("_tape")
+        (True, False, False)
+    """
+    return name.startswith("_t") and name[2:].isdigit()
 
 
 class Namer:

@@ -820,10 +820,7 @@ class KnownBug:
                     and (self.feature is None or self.feature in features))
 
 
-KNOWN_BUGS: tuple = (
-    KnownBug("test_hessian_of_an_in_place_slice_update", r"^hessian .*raised UnsupportedError",
-             r"which shares its memory, is read later"),
-)
+KNOWN_BUGS: tuple = ()
 
 
 def known_bug(outcome, features) -> str | None:

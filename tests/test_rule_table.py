@@ -172,6 +172,9 @@ case(np.transpose, "np.transpose({x})", "shape", x=normal(2, 3))
 case(np.transpose, "np.transpose({x}, (1, 2, 0))", "shape", x=normal(2, 3, 2))
 case(np.reshape, "np.reshape({x}, (3, 2))", "shape", x=normal(2, 3))
 case(np.ravel, "np.ravel({x})", "shape", x=normal(2, 3))
+case(np.broadcast_to, "np.broadcast_to({x}, (2, 4))", "shape", x=V4)
+case(np.broadcast_to, "np.broadcast_to({x}, (3, 2, 2))", "shape", x=normal(2, 1))
+case(np.broadcast_to, "np.broadcast_to({a}, (2, 3))", "shape", a=normal())
 case(np.squeeze, "np.squeeze({x}, 1)", "shape", x=normal(2, 1, 3))
 case(np.expand_dims, "np.expand_dims({x}, 0)", "shape", x=normal(3))
 for _fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
@@ -291,7 +294,8 @@ case(np.spacing, "{x} + 0.0 * np.spacing({x})", "numba_nondiff", x=V4)
 case(np.isclose, "np.where(np.isclose({x}, {y}), {x}, {y})", "numba_nondiff", x=spaced(4), y=spaced(4))
 case(np.allclose, "{x} * (1.0 + np.allclose({x}, {y}))", "numba_nondiff", x=V4, y=V4)
 case(np.array_equal, "{x} * (1.0 + np.array_equal({x}, {y}))", "numba_nondiff", x=V4, y=V4)
-case(np.argpartition, "{x} * np.argpartition({x}, 1)", "numba_nondiff", x=spaced(4))
+# only the k-th position of argpartition is specified (Numba and NumPy order the rest differently)
+case(np.argpartition, "{x} * np.argpartition({x}, 1)[1]", "numba_nondiff", x=spaced(4))
 case(np.bincount, "{x} * np.bincount({i})[:4]", "numba_nondiff", x=V4, i=lambda rng: np.array([0, 1, 1, 3]))
 case(np.digitize, "{x} * np.digitize({x}, {b})", "numba_nondiff", fixed=("b",), x=spaced(4),
      b=lambda rng: np.array([0.1, 0.6, 1.1]))
@@ -462,7 +466,7 @@ def _second_order(b: Built) -> str | None:
           + b.fn(b.p - h * u - h * v)) / (4 * h * h)
     _, hv = s2s.jvp(s2s.grad(b.fn, target="python"), (b.p,), (v,), target="python")
     got = float(u @ hv)
-    if abs(got - fd) > 1e-4 * max(1.0, abs(fd)):
+    if not abs(got - fd) <= 1e-4 * max(1.0, abs(fd)):  # a NaN fails too
         return f"jvp of grad: s2s u·Hv = {got} vs differences {fd}"
     return None
 
@@ -509,10 +513,7 @@ def test_first_order(group, tmp_path):
     _run(_groups()[group], f"first_{group}", lambda b: _first_order(b, "python"), tmp_path)
 
 
-@pytest.mark.parametrize("group", [pytest.param(g, marks=pytest.mark.xfail(
-    reason="open: the compiled gradient of this group disagrees at two entries of p while each case alone agrees; "
-           "not yet found which case (a jump of a nondifferentiable function near the sample point, or a bug)",
-    strict=False)) if g == "numba_nondiff" else g for g in COMPILED_GROUPS])
+@pytest.mark.parametrize("group", COMPILED_GROUPS)
 def test_first_order_compiled(group, tmp_path):
     _run(_groups(compiled=True)[group], f"compiled_{group}", lambda b: _first_order(b, "cpu"), tmp_path)
 

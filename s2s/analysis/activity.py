@@ -29,10 +29,14 @@ active value without a derivative rule is an error naming the function.
 
 from __future__ import annotations
 
-import gast
+import copy
 
-from ..astutil import attr_chain
+import gast
+from numba.core import types
+
+from ..astutil import attr_chain, to_source
 from ..errors import NoRuleError
+from ..naming import is_temp
 from ..rules import impl_rule, lookup, resolve_spelling
 from .indexing import index_parts
 from .types import Typed, atom_type, is_float_type
@@ -193,8 +197,13 @@ class Activity:
                     self._alias(t, n, s)
 
     # ------------------------------------------------------------ propagate
+    def _maybe_float(self, name: str) -> bool:
+        """Whether ``name`` may hold floats: a float type, or one Numba made optional (float or None)."""
+        t = self.typed.type_of(name)
+        return is_float_type(t) or (isinstance(t, types.Optional) and is_float_type(t.type))
+
     def _propagate(self) -> None:
-        is_float = self.typed.is_float
+        is_float = self._maybe_float  # optional floats are followed too, to be refused in `_check`
         changed = True
         while changed:
             changed = False
@@ -212,13 +221,19 @@ class Activity:
                             changed = True
 
     def _check(self) -> None:
+        for target, sources, s in self.flows:
+            if target in self.active and isinstance(self.typed.type_of(target), types.Optional) \
+                    and any(x in self.varied for x in sources):
+                raise self.fn.src.unsupported(
+                    f"`{target}`, which may be None or a float, on a differentiated path", s,
+                    hint="give it a float in every branch (a default of 0.0 instead of None)")
         for s in self.inplace:
             target = s.targets[0].id
             others = self._live_views(target, s) - ({s.value.id} if isinstance(s.value, gast.Name) else set())
             if others:
                 raise self.fn.src.unsupported(
-                    f"an in-place `{target} op= ...` on an array that shares memory with "
-                    f"`{', '.join(sorted(others))}`", s,
+                    f"{self._where(s)}an in-place `{target} op= ...` on an array that shares memory with "
+                    f"{self._describe(others)}", s,
                     hint=f"write `{target}[...] = {target} op ...` to change it in place, or copy it first")
         for target, sources, s, label in self.unknown:
             if target in self.useful and any(x in self.varied for x in sources):
@@ -230,8 +245,36 @@ class Activity:
                 others = self._live_views(target, s)
                 if others:
                     raise self.fn.src.unsupported(
-                        f"writing into `{target}` while `{', '.join(sorted(others))}`, which shares its memory, "
-                        "is read later", s, hint="write into a copy (`.copy()`), or read through one name only")
+                        f"{self._where(s)}writing into `{target}` while {self._describe(others)}, which shares its "
+                        "memory, is read later", s, hint="write into a copy (`.copy()`), or read through one name only")
+
+    def _describe(self, names) -> str:
+        """The variables ``names`` as the user wrote them: a temporary as the expression it holds."""
+        return ", ".join(f"`{self._expression(n)}`" for n in sorted(names))
+
+    def _expression(self, var: str, depth: int = 6) -> str:
+        """``var``, or for a temporary (``_t1``) its defining expression with temporaries expanded."""
+        if not hasattr(self, "_temps"):
+            defs: dict[str, list] = {}
+            for s in gast.walk(self.fn.node):
+                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                    defs.setdefault(s.targets[0].id, []).append(s.value)
+            self._temps = {k: v[0] for k, v in defs.items() if is_temp(k) and len(v) == 1}
+        if var not in self._temps or depth == 0:
+            return var
+        expr = copy.deepcopy(self._temps[var])
+        for node in gast.walk(expr):
+            if isinstance(node, gast.Name) and node.id in self._temps:
+                node.id = self._expression(node.id, depth - 1)
+        return _source(expr)
+
+    def _where(self, s) -> str:
+        """For generated code (a derivative differentiated again): which statement, as the user wrote it."""
+        if not self.fn.generated:
+            return ""
+        value = self._expression(s.value.id) if isinstance(s.value, gast.Name) else _source(s.value)
+        return (f"in `{self.fn.name}` (code s2s generated, differentiated again), "
+                f"at `{_source(s.targets[0])} = {value}`: ")
 
     def _live_views(self, target: str, write) -> set[str]:
         """Other names of ``target``'s memory when ``write`` runs that are read after it.
@@ -285,6 +328,23 @@ class Activity:
         return {other for other in shared - {target} if read_after(other)}
 
 
+def _source(expr) -> str:
+    """``expr`` as source text, without the parentheses the unparser puts around a whole operation.
+
+        >>> _source(gast.parse("a * b", mode="eval").body)
+        'a * b'
+    """
+    text = to_source(expr).strip()
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for k, ch in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and k < len(text) - 1:
+                return text
+        return text[1:-1]
+    return text
+
+
 def list_method(value) -> str | None:
     """``"append"`` or ``"pop"`` for ``lst.append(v)`` / ``lst.pop()`` on a local list, else None."""
     if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
@@ -328,6 +388,10 @@ class _Order:
                 for node in gast.walk(head):
                     if isinstance(node, gast.Attribute) and node.attr in ("shape", "ndim", "size", "dtype"):
                         node.value.s2s_shape_only = True
+                    if isinstance(node, gast.Call):  # an argument whose shape alone the function reads
+                        rule, bound, _ = call_rule(node)
+                        for param in rule.shape_only if bound else ():
+                            bound[param].s2s_shape_only = True
                     if isinstance(node, gast.Name) and not getattr(node, "s2s_shape_only", False):
                         table = self.defs if isinstance(node.ctx, gast.Store) else self.reads
                         table.setdefault(node.id, []).append(

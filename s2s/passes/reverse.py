@@ -319,7 +319,9 @@ class ReverseTransform:
                 continue
             if not (isinstance(arg, gast.Name) and arg.id in self.activity.active):
                 continue
-            expr = self._simplify_unbroadcast(subst(template(rule.vjp[param]), mapping), z, bound) if build else None
+            expr = subst(template(rule.vjp[param]), mapping) if build else None
+            if build and rule.elementwise:
+                expr = self._simplify_unbroadcast(expr, z, bound)
             out.append(Contribution(arg.id, expr))
         return out
 
@@ -328,11 +330,12 @@ class ReverseTransform:
         return isinstance(self.typed.type_of(var), (types.BaseTuple, types.List))
 
     def _simplify_unbroadcast(self, expr, z: str, bound: dict):
-        """Drop ``rt.unbroadcast(e, x)`` where ``x`` has the result's shape.
+        """Drop ``rt.unbroadcast(e, x)`` from an element-wise rule's adjoint where ``x`` has the result's shape.
 
         That is where ``x`` and the result ``z`` are both scalars, or where
         ``x`` is the only array among the operands (``bound``), so broadcasting
-        added no axis to it.
+        added no axis to it. Only an ``elementwise`` rule's result has the
+        broadcast shape of its arrays (``np.broadcast_to(x, shape)`` has not).
         """
         z_is_array = isinstance(self.typed.type_of(z), types.Array)
 

@@ -15,20 +15,21 @@ from . import numpy_rules  # noqa: F401 (its rules are copied below)
 from .table import _RULES, canonical_name, deffacts, defnondiff, defrule, mark
 
 # ----------------------------------------------------------- linear in the first argument
-defrule(rt.unbroadcast, "g, like", nondiff=("like",), jvp="rt.unbroadcast(g_dot, like)",
+defrule(rt.unbroadcast, "g, like", nondiff=("like",), shape_only=("like",), jvp="rt.unbroadcast(g_dot, like)",
         vjp="rt.broadcast_like(z_adj, g)")
-defrule(rt.broadcast_like, "t, z", nondiff=("z",), jvp="rt.broadcast_like(t_dot, z)",
+defrule(rt.broadcast_like, "t, like", nondiff=("like",), shape_only=("like",),
+        jvp="rt.broadcast_like(t_dot, like)",
         vjp="rt.unbroadcast(z_adj, t)")
-defrule(rt.unreduce, "g, x, axis, keepdims", nondiff=("x", "axis", "keepdims"), fresh=True,
+defrule(rt.unreduce, "g, x, axis, keepdims", nondiff=("x", "axis", "keepdims"), fresh=True, shape_only=("x",),
         jvp="rt.unreduce(g_dot, x, axis, keepdims)", vjp="rt.sum(z_adj, axis, keepdims=keepdims)")
 defrule(rt.select, "condition, a, b", nondiff=("condition",), jvp="rt.select(condition, a_dot, b_dot)",
         vjp=("rt.unbroadcast(rt.select(condition, z_adj, 0.0), a)",
-             "rt.unbroadcast(rt.select(condition, 0.0, z_adj), b)"))
+             "rt.unbroadcast(rt.select(condition, 0.0, z_adj), b)"), elementwise=True)
 defrule(rt.flat, "a", view=True, jvp="rt.flat(a_dot)", vjp="rt.reshape_like(z_adj, a)")
 defrule(rt.reserve, "tape, need", nondiff=("need",), jvp="rt.reserve(tape_dot, need)",
         vjp="z_adj[:tape.shape[0]]")
-defrule(rt.extremum_vjp, "g, x, z, axis, keepdims", nondiff=("x", "z", "axis", "keepdims"), fresh=True,
-        jvp="rt.extremum_vjp(g_dot, x, z, axis, keepdims)")
+defrule(rt.extremum_vjp, "g, x, extremum, axis, keepdims", nondiff=("x", "extremum", "axis", "keepdims"),
+        fresh=True, jvp="rt.extremum_vjp(g_dot, x, extremum, axis, keepdims)")
 
 # ------------------------------------------- adjoints of products: linear in each factor
 for _vjp_a in (rt.dot_vjp_a, rt.inner_vjp_a, rt.outer_vjp_a):  # g spread against b, in the shape of a
@@ -42,7 +43,7 @@ defrule(rt.matvec, "m, v", jvp="rt.matvec(m_dot, v) + rt.matvec(m, v_dot)")
 # -------------------------------------------- re-arranging an adjoint: linear in it
 defrule(rt.cumsum_vjp, "g, a, axis", nondiff=("a", "axis"), fresh=True, jvp="rt.cumsum_vjp(g_dot, a, axis)")
 defrule(rt.transpose_vjp, "g, axes", nondiff=("axes",), jvp="rt.transpose_vjp(g_dot, axes)")
-defrule(rt.reshape_like, "g, a", nondiff=("a",), jvp="rt.reshape_like(g_dot, a)")
+defrule(rt.reshape_like, "g, a", nondiff=("a",), shape_only=("a",), jvp="rt.reshape_like(g_dot, a)")
 defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
 defrule(rt.array_vjp, "g, object", nondiff=("object",), jvp="rt.array_vjp(g_dot, object)")
 defrule(rt.last_write, "g, idx, axis", nondiff=("idx", "axis"), jvp="rt.last_write(g_dot, idx, axis)",
@@ -53,14 +54,14 @@ defrule(rt.take_vjp, "g, a, indices, axis", nondiff=("a", "indices", "axis"),
         jvp="rt.take_vjp(g_dot, a, indices, axis)", vjp="np.take(z_adj, indices, axis)")
 defrule(rt.take_along_axis_vjp, "g, a, indices, axis", nondiff=("a", "indices", "axis"),
         jvp="rt.take_along_axis_vjp(g_dot, a, indices, axis)", vjp="np.take_along_axis(z_adj, indices, axis)")
-defrule(rt.extremum_jvp, "a_dot, a, z, axis, keepdims", nondiff=("a", "z", "axis", "keepdims"),
-        jvp="rt.extremum_jvp(a_dot_dot, a, z, axis, keepdims)")
-defrule(rt.clip_jvp, "a_dot, a_min_dot, a_max_dot, a, a_min, a_max", nondiff=("a", "a_min", "a_max"),
-        jvp="rt.clip_jvp(a_dot_dot, a_min_dot_dot, a_max_dot_dot, a, a_min, a_max)")
+defrule(rt.extremum_jvp, "t, a, extremum, axis, keepdims", nondiff=("a", "extremum", "axis", "keepdims"),
+        jvp="rt.extremum_jvp(t_dot, a, extremum, axis, keepdims)")
+defrule(rt.clip_jvp, "t, t_min, t_max, a, a_min, a_max", nondiff=("a", "a_min", "a_max"),
+        jvp="rt.clip_jvp(t_dot, t_min_dot, t_max_dot, a, a_min, a_max)")
 defnondiff("a, a_min, a_max", rt.clip_inside)
 
 # ------------------------------------------------------------------- no derivative
-defnondiff("x, axis", rt.reduced_count)
+defnondiff("x, axis", rt.reduced_count, shape_only=("x",))
 defnondiff("start, stop, step", rt.reversed_range)
 defnondiff("start, step, count", rt.reversed_steps)
 defnondiff("count, offset, x", rt.basis)
@@ -130,11 +131,11 @@ defrule(rt.diag_vjp, "g, v, k", nondiff=("v", "k"), jvp="rt.diag_vjp(g_dot, v, k
 
 # ------------------------------- facts only: differentiating these is an error until they get rules
 deffacts("x, value", rt.assign_into, pure=False)  # writes `value` into the array `x`
-deffacts("g, a, b, z", rt.solve_vjp_a, rt.solve_vjp_b, fresh=True)
+deffacts("g, a, b, solution", rt.solve_vjp_a, rt.solve_vjp_b, fresh=True)
 deffacts("g, a, axis, keepdims", rt.prod_vjp, fresh=True)
-deffacts("g, x, z, ord, axis, keepdims", rt.norm_vjp, fresh=True)
-deffacts("a_dot, a, axis, keepdims", rt.prod_jvp)
-deffacts("x_dot, x, z, ord, axis, keepdims", rt.norm_jvp)
+deffacts("g, x, norm, ord, axis, keepdims", rt.norm_vjp, fresh=True)
+deffacts("t, a, axis, keepdims", rt.prod_jvp)
+deffacts("t, x, norm, ord, axis, keepdims", rt.norm_jvp)
 deffacts("*arrays", rt.same_shape)
 # ------------------------------------------------------------- Python sequences
 defnondiff("first, n", rt.zeros_stack)

@@ -45,6 +45,7 @@ class Rule:
     expand: str | None = None  # a tuple of single-result calls generated code writes instead (``slogdet``)
     check: object = None  # check(bound) -> None, or why these (source) arguments are not supported
     elementwise: bool = False  # element i of the result depends on element i of each (broadcast) argument only
+    shape_only: frozenset = frozenset()  # parameters of which only the shape is read
     stacks: bool = False  # the forward rule holds as written for tangents with a leading axis of directions
     fill: str | None = None  # a new array of "0", "1", "argument" (np.full's value), "basis" vectors, or "empty"
     like: bool = False  # the result has the shape of the first argument (``np.zeros_like``)
@@ -67,9 +68,30 @@ class Rule:
         return bound
 
 
+_RESERVED = frozenset({"z", "z_adj"})  # the result and its adjoint, in every template
+
+
 def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
+    """Parameter names and defaults; names a template could not tell apart are refused.
+
+        >>> _parse_params("g, x, z")
+        Traceback (most recent call last):
+        ValueError: rule parameter `z` is reserved: templates name the result `z` and its adjoint `z_adj`
+        >>> _parse_params("a_dot, a")
+        Traceback (most recent call last):
+        ValueError: rule parameter `a_dot` is also the name of the tangent of parameter `a`
+    """
     node = ast.parse(f"def f({params}): pass").body[0].args
     names = tuple(a.arg for a in node.args)
+    for p in names:
+        if p in _RESERVED:
+            raise ValueError(f"rule parameter `{p}` is reserved: templates name the result `z` and its adjoint "
+                             "`z_adj`")
+        for suffix in ("_dot", "_adj"):
+            if p.endswith(suffix) and p[:-len(suffix)] in names:
+                kind = "tangent" if suffix == "_dot" else "adjoint"
+                raise ValueError(f"rule parameter `{p}` is also the name of the {kind} of parameter "
+                                 f"`{p[:-len(suffix)]}`")
     defaults = {a.arg: ast.unparse(d) for a, d in zip(node.args[len(node.args) - len(node.defaults):],
                                                       node.defaults)}
     return names, defaults
@@ -78,7 +100,7 @@ def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
             sequences: tuple = (), view: bool = False, fresh: bool = False, name: str | None = None,
             impl: str | None = None, impl_when: tuple = (), expand: str | None = None,
-            check=None) -> Rule:
+            check=None, elementwise: bool = False, shape_only: tuple = ()) -> Rule:
     """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
 
     ``vjp`` is one expression (for a function of one differentiable
@@ -102,17 +124,18 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
         vjp = dict(zip(diff, vjp))
     rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
                 True, frozenset(sequences), view, impl=impl, impl_when=frozenset(impl_when), fresh=fresh,
-                expand=expand, check=check)
+                expand=expand, check=check, elementwise=elementwise, shape_only=frozenset(shape_only))
     _RULES[fn] = rule
     return rule
 
 
-def defnondiff(params: str, *fns, view: bool = False, fresh: bool = False, impl: str | None = None) -> None:
+def defnondiff(params: str, *fns, view: bool = False, fresh: bool = False, impl: str | None = None,
+               shape_only: tuple = ()) -> None:
     """Register functions whose result carries no derivative (``np.floor``, ``len``)."""
     names, defaults = _parse_params(params)
     for fn in fns:
         _RULES[fn] = Rule(fn, canonical_name(fn), names, defaults, differentiable=False, view=view,
-                          fresh=fresh, nondiff=frozenset(names), impl=impl)
+                          fresh=fresh, nondiff=frozenset(names), impl=impl, shape_only=frozenset(shape_only))
 
 
 def deffacts(params: str, *fns, pure: bool = True, fresh: bool = False, view: bool = False) -> None:
