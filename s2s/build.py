@@ -34,7 +34,7 @@ from .codegen import module_source
 from .custom import USER_RULES, custom_jvp, custom_vjp
 from .errors import InputError
 from .naming import Namer
-from .passes import fuse, record, simplify, tapes, vector_math
+from .passes import fuse, record, simplify, split, tapes, vector_math
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
 from .program import Function, Program
@@ -53,6 +53,7 @@ class Module:
     line_map: dict
     constants: dict = field(default_factory=dict)
     filename: str = ""
+    adjoint: str = ""  # split-mode vjp: the adjoint-sweep function (the entry is the forward sweep)
 
 
 @functools.cache
@@ -165,8 +166,12 @@ class Builder:
         typed = typer.type(root, arg_types)
         self._check(root, typed)
         generator = _Generator(program, typer, self.fuse)
+        adjoint = ""
         if self.transform == "jit":
             entry = root.name
+        elif self.transform == "vjp" and (sweeps := generator.split_vjp_root(typed, self.argnums, self.has_aux,
+                                                                           self.single)) is not None:
+            entry, adjoint = sweeps
         elif self.transform in ("jvp", "jacfwd"):
             entry = generator.forward_root(typed, self.transform, self.argnums, self.has_aux, self.single)
         elif self.transform == "jacrev":
@@ -202,7 +207,7 @@ class Builder:
         constants = dict(program.constants)
         for key, transformed in program.transformed.items():
             constants[key] = call_stub(transformed)
-        return Module(text, entry, line_map, constants)
+        return Module(text, entry, line_map, constants, adjoint=adjoint)
 
     def _check(self, root: Function, typed: Typed) -> None:
         params = root.params
@@ -321,6 +326,16 @@ class _Generator:
                 and activity.typed.is_array(p)]
 
     def root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool) -> str:
+        """``f_grad(params)``, ``f_value_and_grad(params)`` or ``f_vjp(params, ct)``: both sweeps in one function."""
+        fn = typed.function
+        inputs, body = self._reverse_body(typed, transform, argnums, has_aux, single, False)[:2]
+        entry = self.program.namer.fresh(f"{fn.name}_{transform}")
+        self.functions.append(self._function(entry, inputs, body, fn))
+        return entry
+
+    def _reverse_body(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool, split_sweeps: bool):
+        """(inputs, body, seed name, namer, activity, tape counters) of the reverse-mode function;
+        ``split_sweeps`` puts :func:`split.marker` between the forward sweep and the adjoint sweep."""
         fn = typed.function
         params = fn.params
         active = {params[k] for k in argnums}
@@ -355,14 +370,36 @@ class _Generator:
             result = gast.Tuple(elts=[primal, grads_node], ctx=gast.Load())
         elif has_aux:
             result = gast.Tuple(elts=[grads_node, name(aux)], ctx=gast.Load())
-        body = self._entry_copies(fn, activity) + preamble + fwd + capture + rev + [gast.Return(value=result)]
-        entry = self.program.namer.fresh(f"{fn.name}_{transform}")
+        boundary = [split.marker()] if split_sweeps else []
+        body = self._entry_copies(fn, activity) + preamble + fwd + capture + boundary + rev \
+            + [gast.Return(value=result)]
         body = simplify.simplify(body, self.pure, _float_scalars(typed, namer))
         if self.fuse_loops:
             body = fuse.fuse(body, self._generated_types(typed, namer), namer)
         body = tapes.lower(body, scalar_tapes)
-        self.functions.append(self._function(entry, inputs, body, fn))
-        return entry
+        counters = {top for top, _ in scalar_tapes.values()}
+        return inputs, body, seed.id if transform == "vjp" else None, namer, activity, counters
+
+    def split_vjp_root(self, typed: Typed, argnums, has_aux: bool, single: bool) -> tuple[str, str] | None:
+        """Split-mode vjp: ``f_vjp_fwd(params) -> (value, tape)`` and ``f_vjp_bwd(params, tape, ct)``
+        returning the derivatives; None where the sweeps cannot be split (see :mod:`s2s.passes.split`)."""
+        fn = typed.function
+        inputs, body, seed, namer, activity, counters = self._reverse_body(typed, "vjp", argnums, has_aux, single,
+                                                                           True)
+        safe = {v for key, v in self._vjps.items() if not isinstance(self.program.custom.get(key[0]), custom_vjp)}
+        types_ = self._generated_types(typed, namer)
+        scalars = counters | {v for v, t in types_.items() if isinstance(t, (types.Number, types.Boolean))}
+        parts = split.split(body, fn.params, seed, types_, activity.alias_class, frozenset(safe | self.pure),
+                            frozenset(scalars))
+        if parts is None:
+            return None
+        fwd, bwd, tape = parts
+        tape_name = Namer(set(namer.taken) | set(tape) | {seed}).fresh("_tape")
+        forward, adjoint = (self.program.namer.fresh(f"{fn.name}_vjp_{part}") for part in ("fwd", "bwd"))
+        self.functions.append(self._function(forward, fn.params, fwd, fn))
+        self.functions.append(self._function(adjoint, fn.params + [tape_name, seed],
+                                             split.unpack(tape, tape_name) + bwd, fn))
+        return forward, adjoint
 
     def _generated_types(self, typed: Typed, namer) -> dict:
         """Types of the primal variables and of their adjoints and tangents (arrays like their primal)."""

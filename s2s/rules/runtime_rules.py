@@ -66,6 +66,8 @@ defnondiff("count, offset, x", rt.basis)
 defnondiff("out, j", rt.unit_cotangent)
 defnondiff("out", rt.zero_cotangent)
 defnondiff("first, n", rt.batch_like)
+defnondiff("item", rt.keep_tape)  # split-mode vjp: a tape item leaving the forward sweep
+defnondiff("item", rt.copy_tape, fresh=True)  # the adjoint sweep's own copy of an item it changes
 
 defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contract(g, jacobian_dot)")
 
