@@ -414,41 +414,54 @@ class _Generator:
         return out
 
     def jacrev_root(self, typed: Typed, argnums, has_aux: bool, single: bool) -> str:
-        """``f_jacrev(params)``: one pullback of the generated vjp per output element, in a loop.
+        """``f_jacrev(params)``: one forward sweep, then one adjoint sweep per output element over its tape.
 
-        A function returning a tuple gets one Jacobian per item: the pullbacks
-        of an item's rows take zero cotangents for the other items.
+        Where the sweeps cannot be split, each row runs the joint vjp (the
+        primal again). A function returning a tuple gets one Jacobian per
+        item: the rows of an item take zero cotangents for the other items.
         """
         fn = typed.function
         params = fn.params
-        vjp = self.root(typed, "vjp", argnums, has_aux, False)
+        sweeps = self.split_vjp_root(typed, argnums, has_aux, False)
         out_type = typed.return_type.types[0] if has_aux else typed.return_type
         count = len(out_type.types) if isinstance(out_type, types.BaseTuple) else None
         namer = Namer(fn.namer.taken)
-        out, j, res = (namer.fresh(v) for v in ("_out", "_j", "_result"))
+        out, j, res, tape = (namer.fresh(v) for v in ("_out", "_j", "_result", "_tape"))
         args = ", ".join(params)
         lines = [f"def {fn.name}_jacrev({args}):"]
-        if has_aux:
-            lines += [f"    {res} = {fn.name}({args})", f"    {out} = {res}[0]"]
+        if sweeps is not None:
+            forward, adjoint = sweeps
+            lines.append(f"    {res}, {tape} = {forward}({args})")
+            lines.append(f"    {out} = {res}[0]" if has_aux else f"    {out} = {res}")
+
+            def row(cotangent: str) -> str:
+                return f"{adjoint}({args}, {tape}, {cotangent})"
         else:
-            lines.append(f"    {out} = {fn.name}({args})")
+            vjp = self.root(typed, "vjp", argnums, has_aux, False)
+            if has_aux:
+                lines += [f"    {res} = {fn.name}({args})", f"    {out} = {res}[0]"]
+            else:
+                lines.append(f"    {out} = {fn.name}({args})")
+
+            def row(cotangent: str) -> str:
+                return f"{vjp}({args}, {cotangent})[1]"
         outputs = [out] if count is None else [f"{out}[{m}]" for m in range(count)]
         jacobians = []
         for m, item in enumerate(outputs):
-            def cotangent(row, m=m):
+            def cotangent(at, m=m):
                 if count is None:
-                    return f"rt.unit_cotangent({out}, {row})"
-                return "(" + "".join(f"rt.unit_cotangent({o}, {row}), " if i == m else f"rt.zero_cotangent({o}), "
+                    return f"rt.unit_cotangent({out}, {at})"
+                return "(" + "".join(f"rt.unit_cotangent({o}, {at}), " if i == m else f"rt.zero_cotangent({o}), "
                                      for i, o in enumerate(outputs)) + ")"
 
             n, first = namer.fresh("_n"), namer.fresh("_first")
             rows = [namer.fresh(f"_rows{k}") for k in range(len(argnums))]
             lines += [f"    {n} = np.size({item})",
-                      f"    {first} = {vjp}({args}, {cotangent(0)})[1]"]
+                      f"    {first} = {row(cotangent(0))}"]
             lines += [f"    {r} = rt.batch_like({first}[{k}], {n})" for k, r in enumerate(rows)]
             lines += [f"    {r}[0] = {first}[{k}]" for k, r in enumerate(rows)]
             lines += [f"    for {j} in range(1, {n}):",
-                      f"        _row = {vjp}({args}, {cotangent(j)})[1]"]
+                      f"        _row = {row(cotangent(j))}"]
             lines += [f"        {r}[{j}] = _row[{k}]" for k, r in enumerate(rows)]
             blocks = [f"rt.jacobian_rows({r}, {item}, {params[k]})" for r, k in zip(rows, argnums)]
             jacobians.append(blocks[0] if single else "(" + "".join(b + ", " for b in blocks) + ")")

@@ -138,3 +138,23 @@ def test_compiled_pullback_from_threads():
         got = list(pool.map(lambda ct: pullback(ct)[0], cts))
     for ct, g in zip(cts, got):
         np.testing.assert_allclose(g, expected_cotangent(recurrence, (X, 3), 0, ct), rtol=1e-6, atol=1e-9)
+
+
+def with_aux(x):
+    y = np.zeros(x.shape[0])
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = np.sin(acc + x[i]) * 1.5
+        y[i] = acc
+    return y, acc
+
+
+def test_jacrev_runs_one_forward_sweep_and_an_adjoint_sweep_per_row():
+    jacrev = s2s.jacrev(with_aux, has_aux=True, target="python")
+    jac, aux = jacrev(X)
+    assert aux == pytest.approx(with_aux(X)[1], rel=1e-13)
+    expected = np.stack([numerical_grad(lambda x, k=k: with_aux(x)[0][k], (X,), 0) for k in range(X.size)])
+    np.testing.assert_allclose(jac, expected, rtol=1e-6, atol=1e-9)
+    text = s2s.source(jacrev, X)
+    entry = text[text.index("def with_aux_jacrev"):]
+    assert entry.count("with_aux_vjp_fwd(") == 1 and "with_aux_vjp_bwd(" in entry
