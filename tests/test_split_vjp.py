@@ -8,12 +8,16 @@ change.
 
 from concurrent.futures import ThreadPoolExecutor
 
+import gast
 import numpy as np
 import pytest
 from conftest import targets
+from numba.core import types
 
 import s2s
+from s2s.astutil import to_source
 from s2s.check import numerical_grad
+from s2s.passes import split
 
 X = np.array([0.3, -0.8, 1.4, 0.6])
 
@@ -158,3 +162,36 @@ def test_jacrev_runs_one_forward_sweep_and_an_adjoint_sweep_per_row():
     text = s2s.source(jacrev, X)
     entry = text[text.index("def with_aux_jacrev"):]
     assert entry.count("with_aux_vjp_fwd(") == 1 and "with_aux_vjp_bwd(" in entry
+
+
+def _split(text, types_=None, aliases=None):
+    """The split pass on a hand-written joint body (``x`` its parameter, ``ct`` its cotangent)."""
+    body = gast.parse(text).body
+    return split.split(body, ["x"], "ct", types_ or {}, lambda v: (aliases or {}).get(v, {v}))
+
+
+def test_split_refuses_a_possibly_unassigned_tape_variable_of_unknown_type():
+    text = '''
+if x > 0.0:
+    t = x * x
+_split_sweeps()
+x_adj = 0.0
+if x > 0.0:
+    x_adj = ct * t
+return (x, x_adj)'''
+    assert _split(text) is None  # no type for `t`: the caller keeps the joint function
+    fwd, bwd, tape = _split(text, {"t": types.float64})
+    assert tape == ["t"]
+
+
+def test_split_refuses_to_copy_an_array_that_shares_memory_with_another_tape_item():
+    text = '''
+y = x
+z = y
+_split_sweeps()
+y[0] = 0.0
+x_adj = ct * z[0]
+return (x, x_adj)'''
+    assert _split(text, aliases={"y": {"y", "z"}, "z": {"y", "z"}}) is None
+    fwd, bwd, tape = _split(text)
+    assert "y = rt.copy_tape(y)" in to_source(gast.Module(body=bwd, type_ignores=[]))
