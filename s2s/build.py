@@ -95,7 +95,7 @@ class Builder:
 
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
                  target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
-                 takes_leaves: bool = False, fast_math: bool = True):
+                 takes_leaves: bool = False, fast_math: bool = True, split_vjp: bool = False):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -111,6 +111,8 @@ class Builder:
         # the pytree structure of each argument; generated code takes their leaves
         self.structures = {k: t for k, t in enumerate(structures) if t.kind != "leaf"}
         self.takes_leaves = takes_leaves  # fn is generated code: it takes the leaves of the structures already
+        # vjp as two functions, forward sweep and adjoint sweep (s2s.vjp); else one taking the cotangent (the CLI's)
+        self.split_vjp = split_vjp
         if self.structures:
             counts = [t.num_leaves for t in structures]
             starts = [sum(counts[:k]) for k in range(len(counts))]
@@ -146,7 +148,7 @@ class Builder:
         parts = [__version__, compiler_digest(), numba.__version__, np.__version__, sys.version, self.transform,
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
                  repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse),
-                 repr(self.vector_math),
+                 repr(self.vector_math), repr(self.split_vjp),
                  repr(sorted(USER_RULES.items()))]
         for f in program.functions.values():
             parts += [f.name, f.src.filename, f.source()]
@@ -169,8 +171,8 @@ class Builder:
         adjoint = ""
         if self.transform == "jit":
             entry = root.name
-        elif self.transform == "vjp" and (sweeps := generator.split_vjp_root(typed, self.argnums, self.has_aux,
-                                                                           self.single)) is not None:
+        elif self.transform == "vjp" and self.split_vjp and (
+                sweeps := generator.split_vjp_root(typed, self.argnums, self.has_aux, self.single)) is not None:
             entry, adjoint = sweeps
         elif self.transform in ("jvp", "jacfwd"):
             entry = generator.forward_root(typed, self.transform, self.argnums, self.has_aux, self.single)
