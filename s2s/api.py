@@ -33,7 +33,7 @@ from .build import Builder, Module
 from .cache import default_cache
 from .errors import CompileError, InputError, S2SError, summarize
 from .rules import lookup
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "jvp", "vjp", "linearize",
            "jit", "source", "Transformed", "Pullback", "TARGETS"]
@@ -573,6 +573,8 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu"):
         raise InputError("vjp needs at least one float argument")
     t = _transformed(fn, "vjp", floats, has_aux, target)
     values, names = t.arguments(primals)
+    # the pullback reads the arguments again: its own copies, so that changing an array later changes nothing
+    values = tuple(tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, v) for v in values)
     entry = t.entry(values)
     if entry.adjoint is not None:  # split mode: the forward sweep now, its tape kept for the pullback
         leaves, _ = _flatten_all(values)
