@@ -207,3 +207,16 @@ def test_changing_the_argument_after_vjp_changes_nothing():
     x[:] = 5.0  # the adjoint sweep reads the argument (for cos(x) and the product): vjp kept its own copy
     ct = np.array([1.0, 2.0, -1.0, 0.5])
     np.testing.assert_allclose(pullback(ct)[0], expected_cotangent(sin_times, (X,), 0, ct), rtol=1e-6, atol=1e-9)
+
+
+def cubic(x):
+    return x * x * x
+
+
+def test_where_the_sweeps_cannot_be_split_the_pullback_runs_both(monkeypatch):
+    monkeypatch.setattr(split, "split", lambda *args, **kwargs: None)
+    monkeypatch.setenv("S2S_DISK_CACHE", "0")
+    out, pullback = s2s.vjp(cubic, X, target="python")
+    assert "joint mode" in repr(pullback) and "def cubic_vjp(x, ct)" in s2s.source(pullback)
+    for ct in (np.ones(4), np.array([1.0, -2.0, 0.5, 3.0])):
+        np.testing.assert_allclose(pullback(ct)[0], 3.0 * X * X * ct, rtol=1e-13)
