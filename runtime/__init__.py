@@ -118,6 +118,7 @@ from .shapes import (
     unstack_like,
     vsplit_like,
 )
+from .tapes import copy_tape, keep_tape
 
 __version__ = "0.1.0"
 
@@ -142,6 +143,7 @@ __all__ = [
     "clip_inside",
     "clip_jvp",
     "contract",
+    "copy_tape",
     "cumprod_jvp",
     "cumprod_vjp",
     "cumsum_vjp",
@@ -169,6 +171,7 @@ __all__ = [
     "interp_vjp_fp_dx",
     "jacobian",
     "jacobian_rows",
+    "keep_tape",
     "kron_vjp_a",
     "kron_vjp_b",
     "last_write",

@@ -34,10 +34,10 @@ from .errors import CompileError, InputError, S2SError
 from .generated import Module, compile_error
 from .ir import TransformRequest
 from .rules import lookup
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "jvp", "vjp", "linearize",
-           "jit", "source", "Transformed", "TARGETS"]
+           "jit", "source", "Transformed", "Pullback", "TARGETS"]
 
 TARGETS = ("cpu", "python")
 _FLOATS = (np.float32, np.float64)
@@ -48,6 +48,7 @@ _LEAF_TYPES = frozenset({float, int, bool, np.ndarray, np.float32, np.float64, n
 class _Entry:
     module: Module
     function: object
+    adjoint: object = None  # split-mode vjp: the adjoint-sweep function (``function`` is the forward sweep)
 
 
 class Transformed:
@@ -144,14 +145,16 @@ class Transformed:
         nums = self.nums(len(structures))
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
                           self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed),
-                          fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes, specialise=specialise)
+                          fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes, specialise=specialise,
+                          split_vjp=transform == "vjp")
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
-        compile_now = self.target == "cpu" and (transform != "vjp" or extra_types)
+        # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once
+        compile_now = self.target == "cpu" and (transform != "vjp" or bool(extra_types))
         if cache is None:
             module = builder.module(key, program)
-            function = self._load(module, key + extra_types, compile_now)
+            function, adjoint = self._load(module, key + extra_types, compile_now or bool(module.adjoint))
         else:
             digest = builder.key(program, key)
             with cache.lock(digest):
@@ -159,21 +162,32 @@ class Transformed:
                 if module is None:
                     module = builder.module(key, program, cache=True)
                     module.filename = str(cache.store(digest, module))
-                function = self._load(module, key + extra_types, compile_now)
+                compile_now = compile_now or self.target == "cpu" and bool(module.adjoint)
+                function, adjoint = self._load(module, key + extra_types, compile_now)
                 if compile_now:
                     cache.seal(digest)
-        entry = _Entry(module, function)
+        entry = _Entry(module, function, adjoint)
         self._entries[cache_key] = entry
         return entry
 
-    def _load(self, module: Module, types_: tuple, compile_now: bool):
-        function = load(module)[module.entry]
-        if compile_now:
+    def _load(self, module: Module, types_: tuple, compile_now: bool) -> tuple:
+        """(entry function, adjoint-sweep function or None), compiled for ``types_`` if ``compile_now``.
+
+        A split-mode vjp's adjoint sweep is compiled for the tape its forward sweep returns and a float64
+        cotangent shaped like the output (what :func:`vjp` passes it).
+        """
+        namespace = load(module)
+        function, adjoint = namespace[module.entry], namespace.get(module.adjoint)
+        if compile_now and self.target == "cpu":
             try:
                 function.compile(types_)
+                if adjoint is not None:
+                    out_type = function.nopython_signatures[-1].return_type
+                    value = out_type.types[0].types[0] if self.has_aux else out_type.types[0]
+                    adjoint.compile(types_ + (out_type.types[1], _cotangent_type(value)))
             except Exception as exc:
                 raise self._compile_error(module, exc) from None
-        return function
+        return function, adjoint
 
     def __reduce__(self):
         # pickled by reference to the function (its importable name) and the transform's options
@@ -424,6 +438,17 @@ def _signature(fn) -> inspect.Signature | None:
         return None
 
 
+def _cotangent_type(t):
+    """The Numba type of the cotangent :func:`_like` makes for an output of Numba type ``t``."""
+    from numba.core import types as nb_types
+
+    if isinstance(t, nb_types.BaseTuple):
+        return nb_types.BaseTuple.from_types([_cotangent_type(item) for item in t.types])
+    if isinstance(t, nb_types.Array):
+        return nb_types.Array(nb_types.float64, t.ndim, "C")
+    return nb_types.float64
+
+
 def _check_value(value, name: str, position: int):
     """``value`` as generated code takes it, or an :class:`InputError` naming the argument."""
     if isinstance(value, (bool, np.bool_, int, np.integer, float)):
@@ -544,6 +569,9 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu", max_tape_bytes
 
     Returns ``(out, pullback)`` (``(out, pullback, aux)`` with ``has_aux``);
     ``pullback`` returns one cotangent per primal (None for integer ones).
+    Split mode: the forward sweep runs here, once, and the pullback keeps
+    its tape; each call of the pullback runs the adjoint sweep only, never
+    changes the tape, and may be made any number of times (from any thread).
     ``max_tape_bytes`` is :func:`grad`'s.
 
     >>> import numpy as np, s2s
@@ -556,32 +584,69 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu", max_tape_bytes
         raise InputError("vjp needs at least one float argument")
     t = _transformed(fn, "vjp", floats, has_aux, target, max_tape_bytes)
     values, names = t.arguments(primals)
-    primal_fn = _transformed(fn, "jit", 0, False, target)
-    result = primal_fn.run(values, names)
+    # the pullback reads the arguments again: its own copies, so that changing an array later changes nothing
+    values = tuple(tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, v) for v in values)
+    entry = t.entry(values)
+    if entry.adjoint is not None:  # split mode: the forward sweep now, its tape kept for the pullback
+        leaves, _ = _flatten_all(values)
+        try:
+            result, tape = entry.function(*leaves)
+        except Exception as exc:
+            raise t._explain(exc, values, names) from exc
+    else:  # joint mode (where the sweeps cannot be split): each pullback runs the primal again
+        result, tape = _transformed(fn, "jit", 0, False, target).run(values, names), None
     out = result[0] if has_aux else result
+    pullback = Pullback(t, values, names, floats, out, entry if tape is not None else None, tape)
+    return (out, pullback, result[1]) if has_aux else (out, pullback)
 
-    def pullback(ct):
+
+class Pullback:
+    """The pullback :func:`vjp` returns: ``pullback(ct)`` runs the adjoint sweep over the kept tape.
+
+    ``pullback.source()`` is the generated module (the forward-sweep function
+    ``*_vjp_fwd`` and the adjoint-sweep function ``*_vjp_bwd``).
+    """
+
+    def __init__(self, transformed: Transformed, values: tuple, names: list, floats: tuple, out, entry, tape):
+        self._t, self._values, self._names, self._floats = transformed, values, names, floats
+        self._out, self._entry, self._tape = out, entry, tape
+        self._leaves = tuple(_flatten_all(values)[0])
+
+    def __repr__(self) -> str:
+        mode = "split" if self._entry is not None else "joint"
+        return f"<s2s pullback of {self._t.__name__} ({mode} mode)>"
+
+    def source(self) -> str:
+        """The generated module of this pullback."""
+        return (self._entry or self._t.entry(self._values)).module.source
+
+    def __call__(self, ct):
+        out, fn_name = self._out, self._t.__name__
         if isinstance(out, tuple):  # one cotangent per output
             if not isinstance(ct, (tuple, list)) or len(ct) != len(out):
                 raise InputError(f"the cotangent must be a tuple of {len(out)} (one per output of "
-                                 f"{getattr(fn, '__name__', fn)}), not {type(ct).__name__}")
+                                 f"{fn_name}), not {type(ct).__name__}")
             ct = tuple(_like(c, o, f"the cotangent of output {m}") for m, (c, o) in enumerate(zip(ct, out)))
         else:
             ct = _like(ct, out, "the cotangent")
-        value, grads = t.run(values, names, (ct,))
+        if self._entry is not None:
+            try:
+                grads = self._entry.adjoint(*self._leaves, self._tape, ct)
+            except Exception as exc:
+                raise self._t._explain(exc, self._values, self._names) from exc
+        else:
+            grads = self._t.run(self._values, self._names, (ct,))[1]
         flat = iter(grads)  # one cotangent per leaf of each float argument, in order
         cotangents = []
-        for k, v in enumerate(values):
+        for k, v in enumerate(self._values):
             leaves, treedef = tree_flatten(v)
-            if k not in floats:
+            if k not in self._floats:
                 cotangents.append(None)
             elif treedef.kind == "leaf":
                 cotangents.append(_cast(next(flat), v))
             else:
                 cotangents.append(tree_unflatten(treedef, [_cast(next(flat), leaf) for leaf in leaves]))
         return tuple(cotangents)
-
-    return (out, pullback, result[1]) if has_aux else (out, pullback)
 
 
 def jacrev(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
@@ -743,13 +808,15 @@ def jit(fn=None, target: str = "cpu", fast_math: bool = True) -> Transformed:
     return Transformed(fn, "jit", 0, False, target, fast_math)
 
 
-def source(transformed: Transformed, *args, **kwargs) -> str:
-    """The generated module of ``transformed`` for the types of these example arguments.
+def source(transformed: Transformed | Pullback, *args, **kwargs) -> str:
+    """The generated module of ``transformed`` for the types of these example arguments (or of a pullback).
 
     >>> import s2s
     >>> print(s2s.source(s2s.grad(lambda x: x * x), 1.0).splitlines()[0])
     \"\"\"s2s 0.1.0: grad of lambda_ (argnums=0)
     """
+    if isinstance(transformed, Pullback):
+        return transformed.source()
     if not isinstance(transformed, Transformed):
-        raise TypeError("s2s.source takes a function made by an s2s transform (s2s.grad, ...)")
+        raise TypeError("s2s.source takes a function made by an s2s transform (s2s.grad, ...) or a pullback")
     return transformed.source(*args, **kwargs)

@@ -37,7 +37,7 @@ from .errors import InputError
 from .generated import ERROR_MODEL, Module, __version__, compiler_digest
 from .ir import Function
 from .naming import Namer
-from .passes import checkpoint, record, vector_math
+from .passes import checkpoint, record, split, vector_math
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
 from .program import Program
@@ -67,7 +67,7 @@ class Builder:
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
                  target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
                  takes_leaves: bool = False, fast_math: bool = True, max_tape_bytes: int | None = None,
-                 specialise=None):
+                 specialise=None, split_vjp: bool = False):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -88,6 +88,8 @@ class Builder:
         # checkpointed loops (s2s.checkpoint) keep their snapshots within it, by default a share of memory
         self.automatic_checkpoints = max_tape_bytes is not None
         self.max_tape_bytes = default_tape_budget() if max_tape_bytes is None else int(max_tape_bytes)
+        # vjp as two functions, forward sweep and adjoint sweep (s2s.vjp); else one taking the cotangent (the CLI's)
+        self.split_vjp = split_vjp
         if self.structures:
             counts = [t.num_leaves for t in structures]
             starts = [sum(counts[:k]) for k in range(len(counts))]
@@ -125,6 +127,7 @@ class Builder:
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
                  repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse),
                  repr(self.vector_math), repr(self.max_tape_bytes), repr(self.automatic_checkpoints),
+                 repr(self.split_vjp),
                  repr(sorted(USER_RULES.items()))]
         for f in program.functions.values():
             marks = [getattr(n, "s2s_checkpoint", None) for n in gast.walk(f.node) if isinstance(n, gast.For)]
@@ -145,8 +148,12 @@ class Builder:
         typed = typer.type(root, arg_types)
         self._check(root, typed)
         generator = _Generator(program, typer, self.fuse, self.max_tape_bytes, self.automatic_checkpoints)
+        adjoint = ""
         if self.transform == "jit":
             entry = root.name
+        elif self.transform == "vjp" and self.split_vjp and (
+                sweeps := generator.split_vjp_root(typed, self.argnums, self.has_aux, self.single)) is not None:
+            entry, adjoint = sweeps
         elif self.transform in ("jvp", "jacfwd"):
             entry = generator.forward_root(typed, self.transform, self.argnums, self.has_aux, self.single)
         elif self.transform == "jacrev":
@@ -180,7 +187,7 @@ class Builder:
         constants = dict(program.constants)
         for key, transformed in program.transformed.items():
             constants[key] = call_stub(transformed)
-        return Module(text, entry, line_map, constants)
+        return Module(text, entry, line_map, constants, adjoint=adjoint)
 
     def _check(self, root: Function, typed: Typed) -> None:
         params = root.params
@@ -284,6 +291,16 @@ class _Generator:
                 and activity.typed.is_array(p)]
 
     def root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool) -> str:
+        """``f_grad(params)``, ``f_value_and_grad(params)`` or ``f_vjp(params, ct)``: both sweeps in one function."""
+        fn = typed.function
+        inputs, body = self._reverse_body(typed, transform, argnums, has_aux, single, False)[:2]
+        entry = self.program.namer.fresh(f"{fn.name}_{transform}")
+        self.functions.append(self._function(entry, inputs, body, fn))
+        return entry
+
+    def _reverse_body(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool, split_sweeps: bool):
+        """(inputs, body, seed name, namer, activity, tape counters) of the reverse-mode function;
+        ``split_sweeps`` puts :func:`split.marker` between the forward sweep and the adjoint sweep."""
         fn = typed.function
         params = fn.params
         active = {params[k] for k in argnums}
@@ -318,12 +335,35 @@ class _Generator:
             result = gast.Tuple(elts=[primal, grads_node], ctx=gast.Load())
         elif has_aux:
             result = gast.Tuple(elts=[grads_node, name(aux)], ctx=gast.Load())
-        body = self._entry_copies(fn, activity) + preamble + fwd + capture + rev + [gast.Return(value=result)]
-        entry = self.program.namer.fresh(f"{fn.name}_{transform}")
+        boundary = [split.marker()] if split_sweeps else []
+        body = self._entry_copies(fn, activity) + preamble + fwd + capture + boundary + rev \
+            + [gast.Return(value=result)]
         ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed, namer), scalar_tapes=scalar_tapes,
                                types=self._generated_types(typed, namer) if self.fuse_loops else None)
-        self.functions.append(pipeline.run("reverse", self._function(entry, inputs, body, fn), ctx))
-        return entry
+        body = pipeline.run("reverse", self._function(f"{fn.name}_{transform}", inputs, body, fn), ctx).body
+        counters = {top for top, _ in scalar_tapes.values()}
+        return inputs, body, seed.id if transform == "vjp" else None, namer, activity, counters
+
+    def split_vjp_root(self, typed: Typed, argnums, has_aux: bool, single: bool) -> tuple[str, str] | None:
+        """Split-mode vjp: ``f_vjp_fwd(params) -> (value, tape)`` and ``f_vjp_bwd(params, tape, ct)``
+        returning the derivatives; None where the sweeps cannot be split (see :mod:`s2s.passes.split`)."""
+        fn = typed.function
+        inputs, body, seed, namer, activity, counters = self._reverse_body(typed, "vjp", argnums, has_aux, single,
+                                                                           True)
+        safe = {v for key, v in self._vjps.items() if not isinstance(self.program.custom.get(key[0]), custom_vjp)}
+        types_ = self._generated_types(typed, namer)
+        scalars = counters | {v for v, t in types_.items() if isinstance(t, (types.Number, types.Boolean))}
+        parts = split.split(body, fn.params, seed, types_, activity.alias_class, frozenset(safe | self.pure),
+                            frozenset(scalars))
+        if parts is None:
+            return None
+        fwd, bwd, tape = parts
+        tape_name = Namer(set(namer.taken) | set(tape) | {seed}).fresh("_tape")
+        forward, adjoint = (self.program.namer.fresh(f"{fn.name}_vjp_{part}") for part in ("fwd", "bwd"))
+        self.functions.append(self._function(forward, fn.params, fwd, fn))
+        self.functions.append(self._function(adjoint, fn.params + [tape_name, seed],
+                                             split.unpack(tape, tape_name) + bwd, fn))
+        return forward, adjoint
 
     def _generated_types(self, typed: Typed, namer) -> dict:
         """Types of the primal variables and of their adjoints and tangents (arrays like their primal)."""
@@ -338,41 +378,54 @@ class _Generator:
         return out
 
     def jacrev_root(self, typed: Typed, argnums, has_aux: bool, single: bool) -> str:
-        """``f_jacrev(params)``: one pullback of the generated vjp per output element, in a loop.
+        """``f_jacrev(params)``: one forward sweep, then one adjoint sweep per output element over its tape.
 
-        A function returning a tuple gets one Jacobian per item: the pullbacks
-        of an item's rows take zero cotangents for the other items.
+        Where the sweeps cannot be split, each row runs the joint vjp (the
+        primal again). A function returning a tuple gets one Jacobian per
+        item: the rows of an item take zero cotangents for the other items.
         """
         fn = typed.function
         params = fn.params
-        vjp = self.root(typed, "vjp", argnums, has_aux, False)
+        sweeps = self.split_vjp_root(typed, argnums, has_aux, False)
         out_type = typed.return_type.types[0] if has_aux else typed.return_type
         count = len(out_type.types) if isinstance(out_type, types.BaseTuple) else None
         namer = Namer(fn.namer.taken)
-        out, j, res = (namer.fresh(v) for v in ("_out", "_j", "_result"))
+        out, j, res, tape = (namer.fresh(v) for v in ("_out", "_j", "_result", "_tape"))
         args = ", ".join(params)
         lines = [f"def {fn.name}_jacrev({args}):"]
-        if has_aux:
-            lines += [f"    {res} = {fn.name}({args})", f"    {out} = {res}[0]"]
+        if sweeps is not None:
+            forward, adjoint = sweeps
+            lines.append(f"    {res}, {tape} = {forward}({args})")
+            lines.append(f"    {out} = {res}[0]" if has_aux else f"    {out} = {res}")
+
+            def row(cotangent: str) -> str:
+                return f"{adjoint}({args}, {tape}, {cotangent})"
         else:
-            lines.append(f"    {out} = {fn.name}({args})")
+            vjp = self.root(typed, "vjp", argnums, has_aux, False)
+            if has_aux:
+                lines += [f"    {res} = {fn.name}({args})", f"    {out} = {res}[0]"]
+            else:
+                lines.append(f"    {out} = {fn.name}({args})")
+
+            def row(cotangent: str) -> str:
+                return f"{vjp}({args}, {cotangent})[1]"
         outputs = [out] if count is None else [f"{out}[{m}]" for m in range(count)]
         jacobians = []
         for m, item in enumerate(outputs):
-            def cotangent(row, m=m):
+            def cotangent(at, m=m):
                 if count is None:
-                    return f"rt.unit_cotangent({out}, {row})"
-                return "(" + "".join(f"rt.unit_cotangent({o}, {row}), " if i == m else f"rt.zero_cotangent({o}), "
+                    return f"rt.unit_cotangent({out}, {at})"
+                return "(" + "".join(f"rt.unit_cotangent({o}, {at}), " if i == m else f"rt.zero_cotangent({o}), "
                                      for i, o in enumerate(outputs)) + ")"
 
             n, first = namer.fresh("_n"), namer.fresh("_first")
             rows = [namer.fresh(f"_rows{k}") for k in range(len(argnums))]
             lines += [f"    {n} = np.size({item})",
-                      f"    {first} = {vjp}({args}, {cotangent(0)})[1]"]
+                      f"    {first} = {row(cotangent(0))}"]
             lines += [f"    {r} = rt.batch_like({first}[{k}], {n})" for k, r in enumerate(rows)]
             lines += [f"    {r}[0] = {first}[{k}]" for k, r in enumerate(rows)]
             lines += [f"    for {j} in range(1, {n}):",
-                      f"        _row = {vjp}({args}, {cotangent(j)})[1]"]
+                      f"        _row = {row(cotangent(j))}"]
             lines += [f"        {r}[{j}] = _row[{k}]" for k, r in enumerate(rows)]
             blocks = [f"rt.jacobian_rows({r}, {item}, {params[k]})" for r, k in zip(rows, argnums)]
             jacobians.append(blocks[0] if single else "(" + "".join(b + ", " for b in blocks) + ")")

@@ -112,7 +112,7 @@ class DiskCache:
                     constants = {k: data[k] for k in data.files}
             self._check_numba(folder)
             module = Module(module_path.read_text(), meta["entry"], {int(k): v for k, v in meta["lines"].items()},
-                            constants)
+                            constants, adjoint=meta.get("adjoint", ""))
             module.filename = str(module_path)
             return module
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -150,7 +150,7 @@ class DiskCache:
             if module.constants:
                 np.savez(tmp / "constants.npz", **module.constants)
                 sums["constants.npz"] = _sha(tmp / "constants.npz")
-            meta = {"entry": module.entry, "lines": module.line_map, "sha256": sums}
+            meta = {"entry": module.entry, "adjoint": module.adjoint, "lines": module.line_map, "sha256": sums}
             (tmp / "meta.json").write_text(json.dumps(meta))
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(tmp, folder)

@@ -32,6 +32,7 @@ class Module:
     line_map: dict
     constants: dict = field(default_factory=dict)
     filename: str = ""
+    adjoint: str = ""  # split-mode vjp: the adjoint-sweep function (the entry is the forward sweep)
 
 
 @functools.cache
