@@ -826,6 +826,42 @@ KNOWN_BUGS: tuple = (
 )
 
 
+@dataclass(frozen=True)
+class Limitation:
+    """A refusal by design (documented): a program a family writes that s2s rejects with a located error.
+
+    An ``S2SError`` of class ``error`` whose message matches ``text``, on a
+    program with ``feature``, that names the program's file and a line, skips
+    the program (counted in the statistics); the same refusal without a
+    location, and every other refusal, fails.
+    """
+
+    name: str
+    error: str
+    text: str
+    feature: str
+
+    def matches(self, exc: Exception, features, filename: str) -> bool:
+        return bool(type(exc).__name__ == self.error and re.search(self.text, str(exc))
+                    and self.feature in features and getattr(exc, "filename", None) == filename
+                    and isinstance(getattr(exc, "lineno", None), int))
+
+
+LIMITATIONS: tuple = (
+    # docs/design.md, "Views": an adjoint that follows names cannot follow memory
+    Limitation("a write through one name of shared memory, read through another", "UnsupportedError",
+               r"shares (its )?memory", "family:copies"),
+)
+
+
+def limitation(exc: Exception, features, filename: str) -> str | None:
+    """The name of the documented limitation the refusal ``exc`` is an instance of, if any."""
+    for lim in LIMITATIONS:
+        if lim.matches(exc, features, filename):
+            return lim.name
+    return None
+
+
 def known_bug(outcome, features) -> str | None:
     """The regression test of the known bug ``outcome`` is an instance of, if any."""
     for bug in KNOWN_BUGS:
@@ -917,7 +953,8 @@ class Outcome:
     """The result of one case: ``reject`` (a point near a kink, values out of range), ``refused`` or a failure.
 
     ``refused``: s2s raised one of its own errors on a program that uses a
-    family still pending (the construct is not supported yet).
+    family still pending (the construct is not supported yet), or one of
+    ``LIMITATIONS`` (a located refusal by design).
     """
 
     reject: str | None = None
@@ -1017,6 +1054,9 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
         except Exception as exc:  # an s2s error on a supported program is a bug
             text = re.sub(r"\s+", " ", str(exc))
             kind = f"{what} raised {type(exc).__name__}"
+            by_design = limitation(exc, program.features, f.__code__.co_filename)
+            if by_design:  # a documented refusal, located in the program
+                raise _Failed(Outcome(refused=f"limitation: {by_design}")) from exc
             if pending and isinstance(exc, s2s.S2SError):  # not supported yet: skip, never a wrong number
                 raise _Failed(Outcome(refused=f"{'+'.join(pending)}: {type(exc).__name__}: {text[:160]}")) from exc
             raise _Failed(failed(kind, f"{kind}: {text}")) from exc
@@ -1125,7 +1165,8 @@ def check(case) -> None:
     if outcome.reject:
         event(f"rejected: {outcome.reject}")
     if outcome.refused:
-        event(f"refused (pending): {outcome.refused[:80]}")
+        event(f"refused ({'by design' if outcome.refused.startswith('limitation:') else 'pending'}): "
+              f"{outcome.refused[:80]}")
     assume(outcome.reject is None and outcome.refused is None)
     bug = known_bug(outcome, program.features)
     if bug and not os.environ.get("S2S_FUZZ_KNOWN"):
