@@ -112,10 +112,10 @@ SEED = os.environ.get("S2S_FUZZ_SEED")
 # any other exception and any wrong number still fail. Move a family to "supported" once it passes.
 FAMILIES = {
     "copies": "pending",          # np.array / np.asarray / x.copy() / np.copy; aliases and views written through
-    "inplace": "pending",         # y += array, y *= scalar on whole arrays; writes into the parameter x
-    "fancy-index": "pending",     # x[idx], y[idx] = v, y[idx] += v, np.add.at with repeated indices
-    "rebind-type": "pending",     # an array name rebound to a scalar (r = np.sum(r)), the parameter x too
-    "enumerate-zip": "pending",   # for i, v in enumerate(a) / for a, b in zip(u, w) / enumerate(zip(...)), nested
+    "inplace": "supported",       # y += array, y *= scalar on whole arrays; writes into the parameter x
+    "fancy-index": "supported",   # x[idx], y[idx] = v, y[idx] += v, np.add.at with repeated indices
+    "rebind-type": "supported",   # an array name rebound to a scalar (r = np.sum(r)), the parameter x too
+    "enumerate-zip": "supported", # for i, v in enumerate(a) / for a, b in zip(u, w) / enumerate(zip(...)), nested
     "triangular": "pending",      # for c in range(r) inside for r in range(...); range(i) of an outer index
     "while-update": "pending",    # while w * w > c and k < K: w updated in the body
     "kwargs": "pending",          # helpers with defaults, called positionally, by keyword, or leaving them out
