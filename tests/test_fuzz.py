@@ -111,15 +111,15 @@ SEED = os.environ.get("S2S_FUZZ_SEED")
 # "pending": a construct other branches are implementing; an s2s refusal (an S2SError) skips the program,
 # any other exception and any wrong number still fail. Move a family to "supported" once it passes.
 FAMILIES = {
-    "copies": "pending",          # np.array / np.asarray / x.copy() / np.copy; aliases and views written through
-    "inplace": "supported",       # y += array, y *= scalar on whole arrays; writes into the parameter x
-    "fancy-index": "supported",   # x[idx], y[idx] = v, y[idx] += v, np.add.at with repeated indices
-    "rebind-type": "supported",   # an array name rebound to a scalar (r = np.sum(r)), the parameter x too
-    "enumerate-zip": "supported", # for i, v in enumerate(a) / for a, b in zip(u, w) / enumerate(zip(...)), nested
-    "triangular": "pending",      # for c in range(r) inside for r in range(...); range(i) of an outer index
-    "while-update": "pending",    # while w * w > c and k < K: w updated in the body
-    "kwargs": "pending",          # helpers with defaults, called positionally, by keyword, or leaving them out
-    "comprehension": "pending",   # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
+    "copies": "pending",           # np.array / np.asarray / x.copy() / np.copy; aliases and views written through
+    "inplace": "supported",        # y += array, y *= scalar on whole arrays; writes into the parameter x
+    "fancy-index": "supported",    # x[idx], y[idx] = v, y[idx] += v, np.add.at with repeated indices
+    "rebind-type": "supported",    # an array name rebound to a scalar (r = np.sum(r)), the parameter x too
+    "enumerate-zip": "supported",  # for i, v in enumerate(a) / for a, b in zip(u, w) / enumerate(zip(...)), nested
+    "triangular": "supported",     # for c in range(r) inside for r in range(...); range(i) of an outer index
+    "while-update": "pending",     # while w * w > c and k < K: w updated in the body
+    "kwargs": "pending",           # helpers with defaults, called positionally, by keyword, or leaving them out
+    "comprehension": "pending",    # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
 }
 
 
