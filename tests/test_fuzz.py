@@ -33,7 +33,12 @@ out) and ``comprehension`` (``sum(e for i in range(k))``, ``sum([e for v in
 a])``, ``sum(e for a, b in zip(u, w))``, ``np.array([e for ...])``). A
 family is "supported" (every error fails) or "pending" (being implemented
 elsewhere: a program using it that s2s refuses with an ``s2s.S2SError`` is
-skipped; any other exception, and every wrong number, still fails).
+skipped; any other exception, and every wrong number, still fails). The
+supported families are the default set (CI's). A refusal by design
+(``LIMITATIONS``: an error of the documented class and message, located in
+the program's file) skips the program in any family: the ``copies`` family
+writes through one name memory that another name reads later, which s2s
+rejects (docs/design.md, "Views").
 
 Each program is written to a file (s2s reads source), imported, and run at a
 random point: its value in Python; ``s2s.grad(f, argnums=(0, 1))``,
@@ -1234,6 +1239,19 @@ def test_generator_covers_every_family():
     seen = _generated_features(frozenset(FAMILIES), 800)
     assert wanted <= seen, f"never generated: {sorted(wanted - seen)}"
     assert not any(f.startswith("family:") for f in _generated_features(frozenset(), 50))
+
+
+def test_limitations_match_located_refusals_only():
+    """A refusal by design skips a program only where the family writes it and the error names its file."""
+    f = load("import numpy as np\n\n\ndef f(x, s, n):\n    y = np.copy(x)\n    z = y\n    z[0] += s\n"
+             "    return np.sum(y)\n").f
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(f, argnums=(0, 1), target="python")(np.ones(LENGTH), 0.5, 2)
+    assert info.value.lineno == 7
+    copies = frozenset({"family:copies"})
+    assert limitation(info.value, copies, f.__code__.co_filename) is not None
+    assert limitation(info.value, copies, "generated.py") is None
+    assert limitation(info.value, frozenset(), f.__code__.co_filename) is None
 
 
 if __name__ == "__main__":  # print a few generated programs
