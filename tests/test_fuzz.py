@@ -38,7 +38,8 @@ supported families are the default set (CI's). A refusal by design
 (``LIMITATIONS``: an error of the documented class and message, located in
 the program's file) skips the program in any family: the ``copies`` family
 writes through one name memory that another name reads later, which s2s
-rejects (docs/design.md, "Views").
+rejects (docs/design.md, "Views"), and ``comprehension`` puts comprehensions
+in conditional expressions, which s2s rejects (they would run eagerly).
 
 Each program is written to a file (s2s reads source), imported, and run at a
 random point: its value in Python; ``s2s.grad(f, argnums=(0, 1))``,
@@ -856,6 +857,9 @@ LIMITATIONS: tuple = (
     # docs/design.md, "Views": an adjoint that follows names cannot follow memory
     Limitation("a write through one name of shared memory, read through another", "UnsupportedError",
                r"shares (its )?memory", "family:copies"),
+    # passes/comprehensions.py: the loops of a comprehension run before its statement, so it cannot be lazy
+    Limitation("a comprehension in a conditional expression or after and/or", "UnsupportedError",
+               r"a comprehension (inside a conditional expression|after `and`/`or`)", "family:comprehension"),
 )
 
 
