@@ -124,7 +124,7 @@ FAMILIES = {
     "enumerate-zip": "supported",  # for i, v in enumerate(a) / for a, b in zip(u, w) / enumerate(zip(...)), nested
     "triangular": "supported",     # for c in range(r) inside for r in range(...); range(i) of an outer index
     "while-update": "pending",     # while w * w > c and k < K: w updated in the body
-    "kwargs": "pending",           # helpers with defaults, called positionally, by keyword, or leaving them out
+    "kwargs": "supported",         # helpers with defaults, called positionally, by keyword, or leaving them out
     "comprehension": "pending",    # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
 }
 
