@@ -123,9 +123,9 @@ FAMILIES = {
     "rebind-type": "supported",    # an array name rebound to a scalar (r = np.sum(r)), the parameter x too
     "enumerate-zip": "supported",  # for i, v in enumerate(a) / for a, b in zip(u, w) / enumerate(zip(...)), nested
     "triangular": "supported",     # for c in range(r) inside for r in range(...); range(i) of an outer index
-    "while-update": "pending",     # while w * w > c and k < K: w updated in the body
+    "while-update": "supported",   # while w * w > c and k < K: w updated in the body
     "kwargs": "supported",         # helpers with defaults, called positionally, by keyword, or leaving them out
-    "comprehension": "pending",    # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
+    "comprehension": "supported",  # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
 }
 
 
