@@ -38,8 +38,9 @@ supported families are the default set (CI's). A refusal by design
 (``LIMITATIONS``: an error of the documented class and message, located in
 the program's file) skips the program in any family: the ``copies`` family
 writes through one name memory that another name reads later, which s2s
-rejects (docs/design.md, "Views"), and ``comprehension`` puts comprehensions
-in conditional expressions, which s2s rejects (they would run eagerly).
+rejects (docs/design.md, "Views"). Comprehensions are not drawn where Python
+may skip them (in ``a if c else b``, after ``and``/``or``): s2s refuses them
+there with a located error, since it computes them before their statement.
 
 Each program is written to a file (s2s reads source), imported, and run at a
 random point: its value in Python; ``s2s.grad(f, argnums=(0, 1))``,
@@ -225,6 +226,7 @@ class Writer:
         self.max_nesting = max_nesting
         self.counts: dict[str, int] = {}
         self.features: set[str] = set()
+        self.lazy = 0   # > 0 inside an operand Python may skip (`a if c else b`, after `and`/`or`): no comprehension
 
     # -- choices
     def pick(self, options):
@@ -279,7 +281,7 @@ class Writer:
                 kinds += ["reduce"]
             if scope.helpers:
                 kinds += ["call", "call"]
-            kinds += self.kinds("comprehension", "genexp", "listcomp")
+            kinds += self.kinds("comprehension", "genexp", "listcomp") if not self.lazy else []
         kind = self.pick(kinds)
         if kind == "leaf":
             return self.leaf_scalar(scope)
@@ -316,8 +318,8 @@ class Writer:
             fn = self.pick(["maximum", "minimum"])
             a = sub()
             return Node("np." + fn + "({}, {})", a, distinct(a, sub()), instr="_K." + fn + "({}, {})")
-        if kind == "ifexp":
-            return Node("({} if {} else {})", sub(), self.condition(scope, depth - 1), sub())
+        if kind == "ifexp":  # s2s computes a comprehension before its statement: none where it would be lazy
+            return self.skippable(lambda: Node("({} if {} else {})", sub(), self.condition(scope, depth - 1), sub()))
         if kind in ("genexp", "listcomp"):
             return self.comprehension(scope, kind, depth - 1)
         if kind == "reduce":
@@ -363,7 +365,16 @@ class Writer:
             self.note("boolop-in-loop")
         if kind == "not":
             return Node("not ({})", self.condition(scope, depth - 1))
-        return Node("({}) " + kind + " ({})", self.condition(scope, depth - 1), self.condition(scope, depth - 1))
+        first = self.condition(scope, depth - 1)
+        return Node("({}) " + kind + " ({})", first, self.skippable(lambda: self.condition(scope, depth - 1)))
+
+    def skippable(self, make):
+        """``make()`` drawn as an operand Python may not evaluate (no comprehension in it)."""
+        self.lazy += 1
+        try:
+            return make()
+        finally:
+            self.lazy -= 1
 
     def comprehension(self, scope: Scope, kind: str, depth: int) -> Node:
         """``sum(e for i in range(k))``, ``sum([e for v in a])``, ``sum(e for a, b in zip(u, w))``."""
@@ -418,7 +429,7 @@ class Writer:
         kinds = ["leaf"] + (["unary", "scale", "binary", "maximum", "abs"] if depth > 0 else [])
         kinds += self.kinds("fancy-index", "gather") + self.kinds("copies", "array-of")
         if depth > 0:
-            kinds += self.kinds("comprehension", "listcomp-of")
+            kinds += self.kinds("comprehension", "listcomp-of") if not self.lazy else []
         kind = self.pick(kinds)
         if kind == "gather":
             self.uses("fancy-index", "gather")
@@ -573,7 +584,7 @@ class Writer:
         if self.pick([False, True]):
             self.note("while-data")
             self.note("boolop-in-loop")
-            test = Node(f"{k} < {limit} and ({{}})", self.condition(scope, 1))
+            test = Node(f"{k} < {limit} and ({{}})", self.skippable(lambda: self.condition(scope, 1)))
         body = self.block(scope.child(in_loop=True, indices=scope.indices + [k]), 1, 3)
         return [(0, f"{k} = 0"), (0, Node("while {}:", test)), (1, f"{k} += 1")] + indent(body)
 
@@ -857,9 +868,6 @@ LIMITATIONS: tuple = (
     # docs/design.md, "Views": an adjoint that follows names cannot follow memory
     Limitation("a write through one name of shared memory, read through another", "UnsupportedError",
                r"shares (its )?memory", "family:copies"),
-    # passes/comprehensions.py: the loops of a comprehension run before its statement, so it cannot be lazy
-    Limitation("a comprehension in a conditional expression or after and/or", "UnsupportedError",
-               r"a comprehension (inside a conditional expression|after `and`/`or`)", "family:comprehension"),
 )
 
 
