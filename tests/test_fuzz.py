@@ -727,9 +727,12 @@ def _for_triangular(w: Writer, scope: Scope) -> list:
 
 
 def _while_update(w: Writer, scope: Scope) -> list:
-    """``while u * u > c and k < K:`` with ``u`` shrunk in the body: the trip count depends on the data."""
+    """``while u * u > c and k < K:`` with ``u`` shrunk in the body: the trip count depends on the data.
+
+    ``K`` is at most 3: the counter ``k`` indexes vectors of length 4 in the body.
+    """
     u, k = w.fresh("u"), w.fresh("k")
-    limit, level = w.integer(2, 6), w.pick(["0.5", "0.25", "1.0"])
+    limit, level = w.integer(2, LENGTH - 1), w.pick(["0.5", "0.25", "1.0"])
     w.uses("while-update", "while-update")
     test = Node(f"{{}} and {k} < {limit}", Node(f"{u} * {u} > {level}", instr=f"_K.gt({u} * {u}, {level})"))
     start = w.scalar(scope)
