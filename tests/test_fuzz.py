@@ -33,7 +33,14 @@ out) and ``comprehension`` (``sum(e for i in range(k))``, ``sum([e for v in
 a])``, ``sum(e for a, b in zip(u, w))``, ``np.array([e for ...])``). A
 family is "supported" (every error fails) or "pending" (being implemented
 elsewhere: a program using it that s2s refuses with an ``s2s.S2SError`` is
-skipped; any other exception, and every wrong number, still fails).
+skipped; any other exception, and every wrong number, still fails). The
+supported families are the default set (CI's). A refusal by design
+(``LIMITATIONS``: an error of the documented class and message, located in
+the program's file) skips the program in any family: the ``copies`` family
+writes through one name memory that another name reads later, which s2s
+rejects (docs/design.md, "Views"). Comprehensions are not drawn where Python
+may skip them (in ``a if c else b``, after ``and``/``or``): s2s refuses them
+there with a located error, since it computes them before their statement.
 
 Each program is written to a file (s2s reads source), imported, and run at a
 random point: its value in Python; ``s2s.grad(f, argnums=(0, 1))``,
@@ -111,15 +118,15 @@ SEED = os.environ.get("S2S_FUZZ_SEED")
 # "pending": a construct other branches are implementing; an s2s refusal (an S2SError) skips the program,
 # any other exception and any wrong number still fail. Move a family to "supported" once it passes.
 FAMILIES = {
-    "copies": "pending",          # np.array / np.asarray / x.copy() / np.copy; aliases and views written through
-    "inplace": "pending",         # y += array, y *= scalar on whole arrays; writes into the parameter x
-    "fancy-index": "pending",     # x[idx], y[idx] = v, y[idx] += v, np.add.at with repeated indices
-    "rebind-type": "pending",     # an array name rebound to a scalar (r = np.sum(r)), the parameter x too
-    "enumerate-zip": "pending",   # for i, v in enumerate(a) / for a, b in zip(u, w) / enumerate(zip(...)), nested
-    "triangular": "pending",      # for c in range(r) inside for r in range(...); range(i) of an outer index
-    "while-update": "pending",    # while w * w > c and k < K: w updated in the body
-    "kwargs": "pending",          # helpers with defaults, called positionally, by keyword, or leaving them out
-    "comprehension": "pending",   # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
+    "copies": "supported",         # np.array / np.asarray / x.copy() / np.copy; aliases and views written through
+    "inplace": "supported",        # y += array, y *= scalar on whole arrays; writes into the parameter x
+    "fancy-index": "supported",    # x[idx], y[idx] = v, y[idx] += v, np.add.at with repeated indices
+    "rebind-type": "supported",    # an array name rebound to a scalar (r = np.sum(r)), the parameter x too
+    "enumerate-zip": "supported",  # for i, v in enumerate(a) / for a, b in zip(u, w) / enumerate(zip(...)), nested
+    "triangular": "supported",     # for c in range(r) inside for r in range(...); range(i) of an outer index
+    "while-update": "supported",   # while w * w > c and k < K: w updated in the body
+    "kwargs": "supported",         # helpers with defaults, called positionally, by keyword, or leaving them out
+    "comprehension": "supported",  # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
 }
 
 
@@ -219,6 +226,7 @@ class Writer:
         self.max_nesting = max_nesting
         self.counts: dict[str, int] = {}
         self.features: set[str] = set()
+        self.lazy = 0   # > 0 inside an operand Python may skip (`a if c else b`, after `and`/`or`): no comprehension
 
     # -- choices
     def pick(self, options):
@@ -273,7 +281,7 @@ class Writer:
                 kinds += ["reduce"]
             if scope.helpers:
                 kinds += ["call", "call"]
-            kinds += self.kinds("comprehension", "genexp", "listcomp")
+            kinds += self.kinds("comprehension", "genexp", "listcomp") if not self.lazy else []
         kind = self.pick(kinds)
         if kind == "leaf":
             return self.leaf_scalar(scope)
@@ -310,8 +318,8 @@ class Writer:
             fn = self.pick(["maximum", "minimum"])
             a = sub()
             return Node("np." + fn + "({}, {})", a, distinct(a, sub()), instr="_K." + fn + "({}, {})")
-        if kind == "ifexp":
-            return Node("({} if {} else {})", sub(), self.condition(scope, depth - 1), sub())
+        if kind == "ifexp":  # s2s computes a comprehension before its statement: none where it would be lazy
+            return self.skippable(lambda: Node("({} if {} else {})", sub(), self.condition(scope, depth - 1), sub()))
         if kind in ("genexp", "listcomp"):
             return self.comprehension(scope, kind, depth - 1)
         if kind == "reduce":
@@ -357,7 +365,16 @@ class Writer:
             self.note("boolop-in-loop")
         if kind == "not":
             return Node("not ({})", self.condition(scope, depth - 1))
-        return Node("({}) " + kind + " ({})", self.condition(scope, depth - 1), self.condition(scope, depth - 1))
+        first = self.condition(scope, depth - 1)
+        return Node("({}) " + kind + " ({})", first, self.skippable(lambda: self.condition(scope, depth - 1)))
+
+    def skippable(self, make):
+        """``make()`` drawn as an operand Python may not evaluate (no comprehension in it)."""
+        self.lazy += 1
+        try:
+            return make()
+        finally:
+            self.lazy -= 1
 
     def comprehension(self, scope: Scope, kind: str, depth: int) -> Node:
         """``sum(e for i in range(k))``, ``sum([e for v in a])``, ``sum(e for a, b in zip(u, w))``."""
@@ -412,7 +429,7 @@ class Writer:
         kinds = ["leaf"] + (["unary", "scale", "binary", "maximum", "abs"] if depth > 0 else [])
         kinds += self.kinds("fancy-index", "gather") + self.kinds("copies", "array-of")
         if depth > 0:
-            kinds += self.kinds("comprehension", "listcomp-of")
+            kinds += self.kinds("comprehension", "listcomp-of") if not self.lazy else []
         kind = self.pick(kinds)
         if kind == "gather":
             self.uses("fancy-index", "gather")
@@ -567,7 +584,7 @@ class Writer:
         if self.pick([False, True]):
             self.note("while-data")
             self.note("boolop-in-loop")
-            test = Node(f"{k} < {limit} and ({{}})", self.condition(scope, 1))
+            test = Node(f"{k} < {limit} and ({{}})", self.skippable(lambda: self.condition(scope, 1)))
         body = self.block(scope.child(in_loop=True, indices=scope.indices + [k]), 1, 3)
         return [(0, f"{k} = 0"), (0, Node("while {}:", test)), (1, f"{k} += 1")] + indent(body)
 
@@ -710,9 +727,12 @@ def _for_triangular(w: Writer, scope: Scope) -> list:
 
 
 def _while_update(w: Writer, scope: Scope) -> list:
-    """``while u * u > c and k < K:`` with ``u`` shrunk in the body: the trip count depends on the data."""
+    """``while u * u > c and k < K:`` with ``u`` shrunk in the body: the trip count depends on the data.
+
+    ``K`` is at most 3: the counter ``k`` indexes vectors of length 4 in the body.
+    """
     u, k = w.fresh("u"), w.fresh("k")
-    limit, level = w.integer(2, 6), w.pick(["0.5", "0.25", "1.0"])
+    limit, level = w.integer(2, LENGTH - 1), w.pick(["0.5", "0.25", "1.0"])
     w.uses("while-update", "while-update")
     test = Node(f"{{}} and {k} < {limit}", Node(f"{u} * {u} > {level}", instr=f"_K.gt({u} * {u}, {level})"))
     start = w.scalar(scope)
@@ -823,6 +843,42 @@ class KnownBug:
 KNOWN_BUGS: tuple = ()
 
 
+@dataclass(frozen=True)
+class Limitation:
+    """A refusal by design (documented): a program a family writes that s2s rejects with a located error.
+
+    An ``S2SError`` of class ``error`` whose message matches ``text``, on a
+    program with ``feature``, that names the program's file and a line, skips
+    the program (counted in the statistics); the same refusal without a
+    location, and every other refusal, fails.
+    """
+
+    name: str
+    error: str
+    text: str
+    feature: str
+
+    def matches(self, exc: Exception, features, filename: str) -> bool:
+        return bool(type(exc).__name__ == self.error and re.search(self.text, str(exc))
+                    and self.feature in features and getattr(exc, "filename", None) == filename
+                    and isinstance(getattr(exc, "lineno", None), int))
+
+
+LIMITATIONS: tuple = (
+    # docs/design.md, "Views": an adjoint that follows names cannot follow memory
+    Limitation("a write through one name of shared memory, read through another", "UnsupportedError",
+               r"shares (its )?memory", "family:copies"),
+)
+
+
+def limitation(exc: Exception, features, filename: str) -> str | None:
+    """The name of the documented limitation the refusal ``exc`` is an instance of, if any."""
+    for lim in LIMITATIONS:
+        if lim.matches(exc, features, filename):
+            return lim.name
+    return None
+
+
 def known_bug(outcome, features) -> str | None:
     """The regression test of the known bug ``outcome`` is an instance of, if any."""
     for bug in KNOWN_BUGS:
@@ -914,7 +970,8 @@ class Outcome:
     """The result of one case: ``reject`` (a point near a kink, values out of range), ``refused`` or a failure.
 
     ``refused``: s2s raised one of its own errors on a program that uses a
-    family still pending (the construct is not supported yet).
+    family still pending (the construct is not supported yet), or one of
+    ``LIMITATIONS`` (a located refusal by design).
     """
 
     reject: str | None = None
@@ -1014,6 +1071,9 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
         except Exception as exc:  # an s2s error on a supported program is a bug
             text = re.sub(r"\s+", " ", str(exc))
             kind = f"{what} raised {type(exc).__name__}"
+            by_design = limitation(exc, program.features, f.__code__.co_filename)
+            if by_design:  # a documented refusal, located in the program
+                raise _Failed(Outcome(refused=f"limitation: {by_design}")) from exc
             if pending and isinstance(exc, s2s.S2SError):  # not supported yet: skip, never a wrong number
                 raise _Failed(Outcome(refused=f"{'+'.join(pending)}: {type(exc).__name__}: {text[:160]}")) from exc
             raise _Failed(failed(kind, f"{kind}: {text}")) from exc
@@ -1122,7 +1182,8 @@ def check(case) -> None:
     if outcome.reject:
         event(f"rejected: {outcome.reject}")
     if outcome.refused:
-        event(f"refused (pending): {outcome.refused[:80]}")
+        event(f"refused ({'by design' if outcome.refused.startswith('limitation:') else 'pending'}): "
+              f"{outcome.refused[:80]}")
     assume(outcome.reject is None and outcome.refused is None)
     bug = known_bug(outcome, program.features)
     if bug and not os.environ.get("S2S_FUZZ_KNOWN"):
@@ -1190,6 +1251,19 @@ def test_generator_covers_every_family():
     seen = _generated_features(frozenset(FAMILIES), 800)
     assert wanted <= seen, f"never generated: {sorted(wanted - seen)}"
     assert not any(f.startswith("family:") for f in _generated_features(frozenset(), 50))
+
+
+def test_limitations_match_located_refusals_only():
+    """A refusal by design skips a program only where the family writes it and the error names its file."""
+    f = load("import numpy as np\n\n\ndef f(x, s, n):\n    y = np.copy(x)\n    z = y\n    z[0] += s\n"
+             "    return np.sum(y)\n").f
+    with pytest.raises(s2s.S2SError) as info:
+        s2s.grad(f, argnums=(0, 1), target="python")(np.ones(LENGTH), 0.5, 2)
+    assert info.value.lineno == 7
+    copies = frozenset({"family:copies"})
+    assert limitation(info.value, copies, f.__code__.co_filename) is not None
+    assert limitation(info.value, copies, "generated.py") is None
+    assert limitation(info.value, frozenset(), f.__code__.co_filename) is None
 
 
 if __name__ == "__main__":  # print a few generated programs

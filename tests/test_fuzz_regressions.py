@@ -374,3 +374,28 @@ def test_hessian_of_an_in_place_slice_update(target):
     # at X: y = [x0 + x0, x1 + x2, x2 + x0, x3], so f = 4 x0^2 + (x1 + x2)^2 + (x2 + x0)^2 + x3^2
     expected = np.array([[10.0, 0, 2, 0], [0, 2, 2, 0], [2, 2, 4, 0], [0, 0, 0, 2]])
     np.testing.assert_allclose(s2s.hessian(slice_update, target=target)(X), expected, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- a parameter rebound after a return
+
+
+def rebind_after_return(x, s):
+    if s > 0.0:
+        return x[3] * s
+    x = x[0] + x[3] * x[1]      # the array parameter rebound to a float, in the `else` the early return makes
+    x = x * s
+    return x * x
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("s", [0.4, -0.4])
+def test_parameter_rebound_to_a_float_after_an_early_return(s, target):
+    """The statements after `if ...: return` move into an `else`, where the rename pass kept one variable
+    for `x` (array, then float) and refused the program. Found by the fuzzer (rebind-type)."""
+    assert_grad_matches(rebind_after_return, (X, s), (0, 1), target=target)
+    assert s2s.jit(rebind_after_return, target=target)(X.copy(), s) == pytest.approx(rebind_after_return(X, s))
+    u, du = X[0] + X[3] * X[1], np.array([1.0, X[3], 0.0, X[1]])
+    curvature = np.zeros((4, 4))
+    curvature[1, 3] = curvature[3, 1] = 1.0
+    expected = 2.0 * s * s * (np.outer(du, du) + u * curvature) if s < 0.0 else np.zeros((4, 4))
+    np.testing.assert_allclose(s2s.hessian(rebind_after_return, target=target)(X, s), expected, atol=1e-12)

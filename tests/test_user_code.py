@@ -252,9 +252,23 @@ def rebind_in_branch(x, c):
     return c
 
 
+def rebind_in_branch_read_after(x, c):
+    y = x * 2.0
+    if c > 0.0:
+        y = np.sum(y)
+    return c * np.sum(y)
+
+
+def test_rebinding_inside_a_branch_not_read_after_it():
+    """A branch whose new binding is not read after the `if` is straight-line code of its own."""
+    assert_grads(rebind_in_branch, (X3, 1.0), target="python")
+    assert_grads(rebind_in_branch, (X3, -1.0), argnums=1, target="python")
+
+
 def test_rebinding_inside_a_branch_is_refused_clearly():
+    """After the `if`, `y` is an array or a float depending on the branch taken: one variable cannot hold it."""
     with pytest.raises(S2SError, match="`y`"):
-        s2s.grad(rebind_in_branch, argnums=1)(X3, 1.0)
+        s2s.grad(rebind_in_branch_read_after, argnums=1)(X3, 1.0)
 
 
 # -------------------------------------------------------------------- hessian of triangular loops

@@ -4,8 +4,11 @@ Python lets a name hold a float array and later a float; generated adjoint
 code keeps one variable (and one adjoint) per name, so such names are split.
 Only the names asked for are renamed (those the typer found holding values of
 different types). A binding at the top level of the function body starts a
-new variable; inside a loop or branch the name keeps the variable it has on
-entry (a value that merges there must keep one type):
+new variable; inside a loop the name keeps the variable it has on entry (a
+value that merges there must keep one type), and so it does inside an ``if``
+whose bindings of the name are read after it. The branches of any other
+``if`` (the rest of a function after an early ``return`` is moved into an
+``else``) are straight-line code of their own:
 
     >>> import gast
     >>> from s2s.astutil import to_source
@@ -30,6 +33,8 @@ from __future__ import annotations
 
 import gast
 
+from ..astutil import names_read, names_written
+
 __all__ = ["rename"]
 
 
@@ -48,11 +53,24 @@ class _Use(gast.NodeTransformer):
 def rename(fn: gast.FunctionDef, names: set[str], namer) -> gast.FunctionDef:
     """Split the top-level bindings of ``names`` in ``fn`` into fresh variables (``namer`` makes them)."""
     params = {a.id for a in fn.args.args}
-    current = {n: n for n in names}
-    bound = set(params) & names
-    for s in fn.body:
+    _block(fn.body, names, namer, {n: n for n in names}, set(params) & names, set())
+    return fn
+
+
+def _block(body: list, names: set[str], namer, current: dict, bound: set, later: set) -> None:
+    """Rename the straight-line bindings in ``body``; ``later``: names read after it (in enclosing bodies)."""
+    for k, s in enumerate(body):
+        if isinstance(s, gast.If):
+            after = later.union(*(names_read(t) for t in body[k + 1:]))
+            written = names_written(s) & names
+            if not written & after:  # no binding merges after the `if`: each branch is straight-line code
+                _Use(current, stores=False).visit(s.test)
+                for branch in (s.body, s.orelse):
+                    _block(branch, names, namer, dict(current), set(bound), after)
+                bound |= written
+                continue
         if isinstance(s, (gast.If, gast.For, gast.While)):
-            bound |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+            bound |= names_written(s)
             _Use(current, stores=True).visit(s)
             continue
         targets = s.targets if isinstance(s, gast.Assign) else []
@@ -66,4 +84,3 @@ def rename(fn: gast.FunctionDef, names: set[str], namer) -> gast.FunctionDef:
                     current[original] = namer.fresh(original)
                 node.id = current[original]
                 bound.add(original)
-    return fn
