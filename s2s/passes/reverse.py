@@ -320,7 +320,7 @@ class ReverseTransform:
             if not (isinstance(arg, gast.Name) and arg.id in self.activity.active):
                 continue
             expr = subst(template(rule.vjp[param]), mapping) if build else None
-            if build and rule.elementwise:
+            if build and (rule.elementwise or rule.broadcasting):
                 expr = self._simplify_unbroadcast(expr, z, bound)
             out.append(Contribution(arg.id, expr))
         return out
@@ -334,7 +334,7 @@ class ReverseTransform:
 
         That is where ``x`` and the result ``z`` are both scalars, or where
         ``x`` is the only array among the operands (``bound``), so broadcasting
-        added no axis to it. Only an ``elementwise`` rule's result has the
+        added no axis to it. Only an ``elementwise`` or ``broadcasting`` rule's result has the
         broadcast shape of its arrays (``np.broadcast_to(x, shape)`` has not).
         """
         z_is_array = isinstance(self.typed.type_of(z), types.Array)

@@ -20,9 +20,11 @@ an active path without a rule is an error, never a zero.
 Facts the passes need about a function live in its rule too: ``pure`` (a
 call has no effect but its value, so an unused one may go), ``fresh`` (the
 result is always new memory, so it may be updated in place), ``view``
-(the result may share memory with the first argument) and ``elementwise``
-(the result has the broadcast shape of the array arguments, so an argument
-that is the only array needs no ``rt.unbroadcast`` of its adjoint) and
+(the result may share memory with the first argument), ``elementwise``
+(element i of the result depends on element i of each argument only: fusion
+inlines it into element loops) and ``broadcasting`` (weaker: the result has
+the broadcast shape of the array arguments; either way an argument that is
+the only array needs no ``rt.unbroadcast`` of its adjoint), and
 ``shape_only`` (parameters of which only the shape is read, so passing a
 view of an array written since is no read of its values). A runtime helper
 that only carries facts (no derivative yet) is registered with

@@ -50,38 +50,38 @@ defrule(np.degrees, "x", jvp="x_dot * 57.29577951308232", vjp="z_adj * 57.295779
 
 # ------------------------------------------------------ binary element-wise
 defrule(np.add, "x1, x2", jvp="x1_dot + x2_dot",
-        vjp=("rt.unbroadcast(z_adj, x1)", "rt.unbroadcast(z_adj, x2)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj, x1)", "rt.unbroadcast(z_adj, x2)"), broadcasting=True)
 defrule(np.subtract, "x1, x2", jvp="x1_dot - x2_dot",
-        vjp=("rt.unbroadcast(z_adj, x1)", "rt.unbroadcast(-z_adj, x2)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj, x1)", "rt.unbroadcast(-z_adj, x2)"), broadcasting=True)
 defrule(np.multiply, "x1, x2", jvp="x1_dot * x2 + x1 * x2_dot",
-        vjp=("rt.unbroadcast(z_adj * x2, x1)", "rt.unbroadcast(z_adj * x1, x2)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj * x2, x1)", "rt.unbroadcast(z_adj * x1, x2)"), broadcasting=True)
 for _divide in (np.divide, np.true_divide):
     defrule(_divide, "x1, x2", jvp="x1_dot / x2 - x2_dot * z / x2",
-            vjp=("rt.unbroadcast(z_adj / x2, x1)", "rt.unbroadcast(-z_adj * z / x2, x2)"), elementwise=True)
+            vjp=("rt.unbroadcast(z_adj / x2, x1)", "rt.unbroadcast(-z_adj * z / x2, x2)"), broadcasting=True)
 defrule(np.power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1) + x2_dot * z * np.log(x1)",
         vjp=("rt.unbroadcast(z_adj * x2 * x1 ** (x2 - 1), x1)",
-             "rt.unbroadcast(z_adj * z * np.log(x1), x2)"), elementwise=True)
+             "rt.unbroadcast(z_adj * z * np.log(x1), x2)"), broadcasting=True)
 defrule(np.arctan2, "x1, x2", jvp="(x1_dot * x2 - x2_dot * x1) / (x1 * x1 + x2 * x2)",
         vjp=("rt.unbroadcast(z_adj * x2 / (x1 * x1 + x2 * x2), x1)",
-             "rt.unbroadcast(-z_adj * x1 / (x1 * x1 + x2 * x2), x2)"), elementwise=True)
+             "rt.unbroadcast(-z_adj * x1 / (x1 * x1 + x2 * x2), x2)"), broadcasting=True)
 defrule(np.hypot, "x1, x2", jvp="(x1_dot * x1 + x2_dot * x2) / z",
-        vjp=("rt.unbroadcast(z_adj * x1 / z, x1)", "rt.unbroadcast(z_adj * x2 / z, x2)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj * x1 / z, x1)", "rt.unbroadcast(z_adj * x2 / z, x2)"), broadcasting=True)
 defrule(np.logaddexp, "x1, x2", jvp="x1_dot * np.exp(x1 - z) + x2_dot * np.exp(x2 - z)",
         vjp=("rt.unbroadcast(z_adj * np.exp(x1 - z), x1)",
-             "rt.unbroadcast(z_adj * np.exp(x2 - z), x2)"), elementwise=True)
+             "rt.unbroadcast(z_adj * np.exp(x2 - z), x2)"), broadcasting=True)
 for _max in (np.maximum, np.fmax):
     defrule(_max, "x1, x2", jvp="rt.select(x1 >= x2, x1_dot, x2_dot)",
-            vjp=("rt.unbroadcast(z_adj * (x1 >= x2), x1)", "rt.unbroadcast(z_adj * (x1 < x2), x2)"), elementwise=True)
+            vjp=("rt.unbroadcast(z_adj * (x1 >= x2), x1)", "rt.unbroadcast(z_adj * (x1 < x2), x2)"), broadcasting=True)
 for _min in (np.minimum, np.fmin):
     defrule(_min, "x1, x2", jvp="rt.select(x1 <= x2, x1_dot, x2_dot)",
-            vjp=("rt.unbroadcast(z_adj * (x1 <= x2), x1)", "rt.unbroadcast(z_adj * (x1 > x2), x2)"), elementwise=True)
+            vjp=("rt.unbroadcast(z_adj * (x1 <= x2), x1)", "rt.unbroadcast(z_adj * (x1 > x2), x2)"), broadcasting=True)
 defrule(np.where, "condition, x, y", nondiff=("condition",), jvp="rt.select(condition, x_dot, y_dot)",
         vjp=("rt.unbroadcast(np.where(condition, z_adj, 0.0), x)",
-             "rt.unbroadcast(np.where(condition, 0.0, z_adj), y)"), elementwise=True)
+             "rt.unbroadcast(np.where(condition, 0.0, z_adj), y)"), broadcasting=True)
 defrule(np.clip, "a, a_min, a_max", jvp="rt.clip_jvp(a_dot, a_min_dot, a_max_dot, a, a_min, a_max)",
         vjp=("z_adj * rt.clip_inside(a, a_min, a_max)",
              "rt.unbroadcast(z_adj * (a < a_min), a_min)",
-             "rt.unbroadcast(z_adj * (a > a_max), a_max)"), elementwise=True)
+             "rt.unbroadcast(z_adj * (a > a_max), a_max)"), broadcasting=True)
 
 # ------------------------------------------------------------- reductions
 defrule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
@@ -236,17 +236,17 @@ defrule(np.einsum, "subscripts, a, b=None", nondiff=("subscripts",), impl="rt.ei
 # ============================================================ issue 10: the rest of Numba's NumPy
 defrule(np.logaddexp2, "x1, x2", jvp="x1_dot * np.exp2(x1 - z) + x2_dot * np.exp2(x2 - z)",
         vjp=("rt.unbroadcast(z_adj * np.exp2(x1 - z), x1)",
-             "rt.unbroadcast(z_adj * np.exp2(x2 - z), x2)"), elementwise=True)
+             "rt.unbroadcast(z_adj * np.exp2(x2 - z), x2)"), broadcasting=True)
 defrule(np.float_power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1.0) + x2_dot * z * np.log(x1)",
         vjp=("rt.unbroadcast(z_adj * x2 * x1 ** (x2 - 1.0), x1)",
-             "rt.unbroadcast(z_adj * z * np.log(x1), x2)"), elementwise=True)
+             "rt.unbroadcast(z_adj * z * np.log(x1), x2)"), broadcasting=True)
 for _fn, _quotient in ((np.remainder, "np.floor"), (np.fmod, "np.trunc")):  # x1 - q(x1 / x2) * x2
     defrule(_fn, "x1, x2", jvp=f"x1_dot - x2_dot * {_quotient}(x1 / x2)",
-            vjp=("rt.unbroadcast(z_adj, x1)", f"rt.unbroadcast(-z_adj * {_quotient}(x1 / x2), x2)"), elementwise=True)
+            vjp=("rt.unbroadcast(z_adj, x1)", f"rt.unbroadcast(-z_adj * {_quotient}(x1 / x2), x2)"), broadcasting=True)
 defrule(np.copysign, "x1, x2", nondiff=("x2",), jvp="x1_dot * np.copysign(1.0, x1) * np.copysign(1.0, x2)",
-        vjp="rt.unbroadcast(z_adj * np.copysign(1.0, x1) * np.copysign(1.0, x2), x1)", elementwise=True)
+        vjp="rt.unbroadcast(z_adj * np.copysign(1.0, x1) * np.copysign(1.0, x2), x1)", broadcasting=True)
 defrule(np.ldexp, "x1, x2", nondiff=("x2",), jvp="x1_dot * np.exp2(x2)",
-        vjp="rt.unbroadcast(z_adj * np.exp2(x2), x1)", elementwise=True)
+        vjp="rt.unbroadcast(z_adj * np.exp2(x2), x1)", broadcasting=True)
 defrule(np.vdot, "a, b", jvp="np.vdot(a_dot, b) + np.vdot(a, b_dot)",
         vjp=("rt.reshape_like(z_adj * b, a)", "rt.reshape_like(z_adj * a, b)"))
 defrule(np.cross, "a, b", jvp="np.cross(a_dot, b) + np.cross(a, b_dot)",

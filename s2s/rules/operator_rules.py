@@ -1,7 +1,7 @@
 """Rules of Python's operators (``a + b``, ``-a``, ``a @ b``), keyed by the `operator` function.
 
 Broadcasting is undone with ``rt.unbroadcast``, which the reverse pass drops
-where the rule is ``elementwise`` and the operand has the result's shape.
+where the rule is ``elementwise`` or ``broadcasting`` and the operand has the result's shape.
 """
 
 import operator
@@ -17,25 +17,25 @@ for _fn in (operator.add, operator.sub, operator.mul, operator.truediv, operator
 # ------------------------------------------------------------------ arithmetic
 defrule(operator.add, "x, y",
         jvp="x_dot + y_dot",
-        vjp=("rt.unbroadcast(z_adj, x)", "rt.unbroadcast(z_adj, y)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj, x)", "rt.unbroadcast(z_adj, y)"), broadcasting=True)
 defrule(operator.sub, "x, y",
         jvp="x_dot - y_dot",
-        vjp=("rt.unbroadcast(z_adj, x)", "rt.unbroadcast(-z_adj, y)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj, x)", "rt.unbroadcast(-z_adj, y)"), broadcasting=True)
 defrule(operator.mul, "x, y",
         jvp="x_dot * y + x * y_dot",
-        vjp=("rt.unbroadcast(z_adj * y, x)", "rt.unbroadcast(z_adj * x, y)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj * y, x)", "rt.unbroadcast(z_adj * x, y)"), broadcasting=True)
 defrule(operator.truediv, "x, y",
         jvp="x_dot / y - y_dot * z / y",
-        vjp=("rt.unbroadcast(z_adj / y, x)", "rt.unbroadcast(-z_adj * z / y, y)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj / y, x)", "rt.unbroadcast(-z_adj * z / y, y)"), broadcasting=True)
 defrule(operator.pow, "x, y",
         jvp="x_dot * y * x ** (y - 1) + y_dot * z * np.log(x)",
         vjp=("rt.unbroadcast(z_adj * y * x ** (y - 1), x)", "rt.unbroadcast(z_adj * z * np.log(x), y)"),
-        elementwise=True)
+        broadcasting=True)
 defrule(operator.neg, "x", jvp="-x_dot", vjp="-z_adj")
 defrule(operator.pos, "x", jvp="x_dot", vjp="z_adj")
 defrule(operator.mod, "x, y",
         jvp="x_dot - y_dot * np.floor(x / y)",
-        vjp=("rt.unbroadcast(z_adj, x)", "rt.unbroadcast(-z_adj * np.floor(x / y), y)"), elementwise=True)
+        vjp=("rt.unbroadcast(z_adj, x)", "rt.unbroadcast(-z_adj * np.floor(x / y), y)"), broadcasting=True)
 defrule(operator.matmul, "x, y",
         jvp="x_dot @ y + x @ y_dot",
         vjp=("rt.dot_vjp_a(z_adj, x, y)", "rt.dot_vjp_b(z_adj, x, y)"))

@@ -24,7 +24,7 @@ defrule(rt.unreduce, "g, x, axis, keepdims", nondiff=("x", "axis", "keepdims"), 
         jvp="rt.unreduce(g_dot, x, axis, keepdims)", vjp="rt.sum(z_adj, axis, keepdims=keepdims)")
 defrule(rt.select, "condition, a, b", nondiff=("condition",), jvp="rt.select(condition, a_dot, b_dot)",
         vjp=("rt.unbroadcast(rt.select(condition, z_adj, 0.0), a)",
-             "rt.unbroadcast(rt.select(condition, 0.0, z_adj), b)"), elementwise=True)
+             "rt.unbroadcast(rt.select(condition, 0.0, z_adj), b)"), broadcasting=True)
 defrule(rt.flat, "a", view=True, jvp="rt.flat(a_dot)", vjp="rt.reshape_like(z_adj, a)")
 defrule(rt.reserve, "tape, need", nondiff=("need",), jvp="rt.reserve(tape_dot, need)",
         vjp="z_adj[:tape.shape[0]]")

@@ -46,6 +46,7 @@ class Rule:
     check: object = None  # check(bound) -> None, or why these (source) arguments are not supported
     elementwise: bool = False  # element i of the result depends on element i of each (broadcast) argument only
     shape_only: frozenset = frozenset()  # parameters of which only the shape is read
+    broadcasting: bool = False  # the result's shape is the broadcast of the array arguments' (elementwise implies it)
     stacks: bool = False  # the forward rule holds as written for tangents with a leading axis of directions
     fill: str | None = None  # a new array of "0", "1", "argument" (np.full's value), "basis" vectors, or "empty"
     like: bool = False  # the result has the shape of the first argument (``np.zeros_like``)
@@ -100,7 +101,7 @@ def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
             sequences: tuple = (), view: bool = False, fresh: bool = False, name: str | None = None,
             impl: str | None = None, impl_when: tuple = (), expand: str | None = None,
-            check=None, elementwise: bool = False, shape_only: tuple = ()) -> Rule:
+            check=None, broadcasting: bool = False, shape_only: tuple = ()) -> Rule:
     """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
 
     ``vjp`` is one expression (for a function of one differentiable
@@ -124,7 +125,7 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
         vjp = dict(zip(diff, vjp))
     rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
                 True, frozenset(sequences), view, impl=impl, impl_when=frozenset(impl_when), fresh=fresh,
-                expand=expand, check=check, elementwise=elementwise, shape_only=frozenset(shape_only))
+                expand=expand, check=check, broadcasting=broadcasting, shape_only=frozenset(shape_only))
     _RULES[fn] = rule
     return rule
 
