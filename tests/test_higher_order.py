@@ -74,6 +74,7 @@ def test_loop_second_order():
         assert d2 == pytest.approx(fd_derivative(lambda z: loop_derivatives(z)[1], x), rel=1e-7)
 
 
+@pytest.mark.slow  # left out under CI (tests/conftest.py)
 def test_loop_third_order():
     x = 0.7
     d3 = s2s.grad(s2s.grad(s2s.grad(loop_fn)))(x)
@@ -205,6 +206,7 @@ def quartic(x):
     return np.sum(x ** 4) + x[0] * x[1] * x[2]
 
 
+@pytest.mark.slow  # left out under CI (tests/conftest.py)
 def test_third_order_tensor_jacfwd_of_hessian():
     x = np.array([0.5, -1.0, 2.0])
     t = s2s.jacfwd(s2s.hessian(quartic))(x)

@@ -93,6 +93,7 @@ def cols(x, idx):
     return np.sum(x[:, idx] ** 3)
 
 
+@pytest.mark.slow  # left out under CI (tests/conftest.py)
 def test_gathers_from_a_matrix():
     x = np.linspace(0.3, 2.0, 9).reshape(3, 3)
     check_all(matrix_gathers, x, ROWS, hessian=False)
@@ -191,6 +192,7 @@ def add_at(x, idx):
     return np.sum(y * y)
 
 
+@pytest.mark.slow  # left out under CI (tests/conftest.py)
 def test_take_and_take_along_axis():
     x = np.linspace(0.5, 1.7, 9).reshape(3, 3)
     along = np.array([[0, 0], [2, 1], [1, 1]])
