@@ -29,6 +29,7 @@ import pytest
 
 import s2s
 import s2s_runtime as rt
+from s2s.custom import USER_RULES
 from s2s.errors import NoRuleError
 from s2s.rules import registered
 
@@ -506,7 +507,9 @@ def test_every_rule_has_an_entry():
     for fn, rule in registered().items():
         by_rule.setdefault(id(rule), (rule, []))[1].append(fn)
     covered = {c.fn for c in CASES} | set(COVERED_ELSEWHERE)
-    missing = [rule.name for rule, fns in by_rule.values() if not covered & set(fns)]
+    # a rule a user registered (the doctest of s2s.defrule registers np.sinc) is not the library's
+    missing = [rule.name for rule, fns in by_rule.values()
+               if not covered & set(fns) and rule.name not in USER_RULES]
     assert not missing, f"rules without an entry in tests/test_rule_table.py (add a case): {sorted(missing)}"
 
 
