@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import s2s
-from s2s.check import numerical_grad
+from s2s.check import numerical_grad, numerical_hessian
 
 X = np.array([0.3, -0.5, 0.7, 0.2])
 
@@ -399,3 +399,42 @@ def test_parameter_rebound_to_a_float_after_an_early_return(s, target):
     curvature[1, 3] = curvature[3, 1] = 1.0
     expected = 2.0 * s * s * (np.outer(du, du) + u * curvature) if s < 0.0 else np.zeros((4, 4))
     np.testing.assert_allclose(s2s.hessian(rebind_after_return, target=target)(X, s), expected, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- a view read before a write, twice over
+
+
+def product_of_view_then_element_write(x, s, n):
+    y0 = x * s
+    y0[1] *= np.sum(np.maximum(y0[0:4], x[-4])) - np.sin(s) * np.maximum(y0[0], 0.1)
+    return np.sum(y0 * y0) + s
+
+
+def view_written_through_an_alias(x):
+    y = np.asarray(x)
+    y[0] = 0.0
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_hessian_of_a_view_read_before_an_element_write(target):
+    """The Hessian of this program was refused at the merged stop-16 main: "in `f_grad` (code s2s generated,
+    differentiated again) ... writing into `y0` while `y0[0:4]`, which shares its memory, is read later". The
+    gradient keeps the view `y0[0:4]` for its adjoint sweep (after restoring `y0[1]`), which reverse mode must
+    refuse but forward mode need not: a tangent is a view of a tangent wherever a value is a view of a value,
+    so a write moves both in step. Found by the fuzzer's derandomized CI run."""
+    fn = product_of_view_then_element_write
+    hess = s2s.hessian(fn, argnums=0, target=target)(X.copy(), 0.8, 3)
+    np.testing.assert_allclose(hess, numerical_hessian(fn, (X.copy(), 0.8, 3), 0), rtol=1e-5, atol=1e-6)
+    assert np.max(np.abs(hess)) > 0.1
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_jvp_through_an_alias_write(target):
+    """Forward mode follows a write through `np.asarray`'s alias (reverse mode refuses it, tests/test_indexing.py):
+    x[0] is set to 0, so the tangent is 2 x·v without its first term. The caller's tangent is left alone."""
+    x, v = np.linspace(0.5, 1.7, 4), np.array([1.0, 2.0, 3.0, 4.0])
+    out, tangent = s2s.jvp(view_written_through_an_alias, (x.copy(),), (v,), target=target)
+    assert out == pytest.approx(np.sum(x[1:] ** 2), rel=1e-14)
+    assert tangent == pytest.approx(np.sum(2.0 * x[1:] * v[1:]), rel=1e-14)
+    np.testing.assert_array_equal(v, [1.0, 2.0, 3.0, 4.0])

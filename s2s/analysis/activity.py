@@ -240,6 +240,8 @@ class Activity:
                 raise self.fn.src.error(NoRuleError, f"no derivative rule for `{label}`, which an active "
                                         "value reaches (s2s never treats a call it cannot differentiate "
                                         "as constant)", s)
+        if self.mode == "forward":
+            return  # tangents are views of tangents wherever values are views of values: writes stay in step
         for target, _sources, s in self.flows:
             if _writes_element(s) and any(n in self.active for n in self.alias_class(target)):
                 others = self._live_views(target, s)
