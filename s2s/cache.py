@@ -194,10 +194,14 @@ class DiskCache:
         return {"path": str(self.root), "entries": len(entries), "bytes": size}
 
     def clear(self) -> int:
-        """Remove every entry (and any leftover of an interrupted write); return how many entries there were."""
+        """Remove every entry (and any leftover of an interrupted write); return how many entries there were.
+
+        The vector-math kernels' IR (``vmath`` beside the entries) goes too.
+        """
         count = len(self.entries())
-        if self.root.exists():
-            shutil.rmtree(self.root, ignore_errors=True)
+        for folder in (self.root, self.root.parent / "vmath"):
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
         return count
 
 

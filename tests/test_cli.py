@@ -182,12 +182,16 @@ def test_cache_info_and_clear(cli):
 
 
 def test_cache_clear_touches_only_the_cache_folder(cli, tmp_path):
-    """``S2S_CACHE_DIR`` is respected: a file beside the cache's own folder survives ``clear``."""
+    """``S2S_CACHE_DIR`` is respected: a file beside the cache's own folders survives ``clear``; the
+    vector-math kernels' folder goes with the entries."""
     cli.cache.mkdir()
     keep = cli.cache / "keep.txt"
     keep.write_text("not s2s's")
+    (cli.cache / "vmath").mkdir()
+    (cli.cache / "vmath" / "exp-0123.ll").write_text("; a kernel's IR")
     assert cli("cache", "clear").returncode == 0
     assert keep.read_text() == "not s2s's"
+    assert not (cli.cache / "vmath").exists()
 
 
 # --------------------------------------------------------------------------- errors
