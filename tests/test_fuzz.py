@@ -1199,8 +1199,6 @@ FILTERS = [pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPerformanc
 
 
 @FILTERS[0]
-@pytest.mark.xfail(run=False, reason="open: the merged stop-16 main fails a derandomized program (found at the end of "
-                   "the stop, not yet diagnosed; S2S_FUZZ_EXAMPLES=24 pytest tests/test_fuzz.py -k programs)")
 @FILTERS[1]
 @_seeded(0)
 @_settings((N_EXAMPLES + 1) // 2)
@@ -1210,8 +1208,6 @@ def test_fuzz_programs_a(case):
 
 
 @FILTERS[0]
-@pytest.mark.xfail(run=False, reason="open: the merged stop-16 main fails a derandomized program (found at the end of "
-                   "the stop, not yet diagnosed; S2S_FUZZ_EXAMPLES=24 pytest tests/test_fuzz.py -k programs)")
 @FILTERS[1]
 @_seeded(1)
 @_settings(N_EXAMPLES // 2)

@@ -518,9 +518,9 @@ def test_first_order(group, tmp_path):
     _run(_groups()[group], f"first_{group}", lambda b: _first_order(b, "python"), tmp_path)
 
 
-# the two largest compiled groups take five minutes of CI's thirty: left out under CI (see conftest.py)
-@pytest.mark.parametrize("group", [pytest.param(g, marks=pytest.mark.slow) if g in ("numba", "linalg") else g
-                                   for g in COMPILED_GROUPS])
+# the three largest compiled groups take twelve minutes of CI's thirty: left out under CI (see conftest.py)
+@pytest.mark.parametrize("group", [pytest.param(g, marks=pytest.mark.slow)
+                                   if g in ("numba", "linalg", "numba_nondiff") else g for g in COMPILED_GROUPS])
 def test_first_order_compiled(group, tmp_path):
     _run(_groups(compiled=True)[group], f"compiled_{group}", lambda b: _first_order(b, "cpu"), tmp_path)
 
