@@ -21,7 +21,9 @@ code), and the *floor*, the first call of a hand-written
 own start-up, which every warm first call pays). The cold first call is set
 beside the first call of bench_spine's hand-written Numba gradient in a fresh
 process (its compile), with the count of functions Numba compiled for the
-s2s entry. Last, the per-call cost of a warm gradient for a scalar, one
+s2s entry; *kernels kept* is a cold first call on a machine that has
+compiled the vector-math kernels before (``$S2S_CACHE_DIR/vmath`` kept, no
+entry), the usual case after the first use. Last, the per-call cost of a warm gradient for a scalar, one
 array and a pytree argument, beside a Numba dispatcher and JAX's
 ``jit(grad)``. The aims (issue 14): a cold first call within 2x of the
 hand-written compile, a warm first call within 50 ms of the floor, a call
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -235,23 +238,30 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"s2s disk cache: cold and warm first calls, {os.cpu_count()} CPU(s), load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {'quick' if args.quick else 'full'} sizes")
-    print(f"{'workload':8}  {'cold first':>12}  {'compiled':>8}  {'hand Numba':>12}  {'s2s/hand':>8}  "
+    print(f"{'workload':8}  {'cold first':>12}  {'kernels kept':>12}  {'compiled':>8}  {'hand Numba':>12}  "
+          f"{'s2s/hand':>8}  {'kept/hand':>8}  "
           f"{'warm first':>12}  {'warm/cold':>9}  {'Numba started':>13}  {'steady':>12}  {'import s2s':>12}")
     results, aims = {}, []
     for workload in ("W1", "W2", "W3"):
-        with tempfile.TemporaryDirectory(prefix="s2s-bench-cache-") as cache:
+        with tempfile.TemporaryDirectory(prefix="s2s-bench-cache-") as cache, \
+                tempfile.TemporaryDirectory(prefix="s2s-bench-cache-") as kernels_only:
             cold = measure(workload, sizes[workload], cache, 0, args.threads)
+            if os.path.isdir(os.path.join(cache, "vmath")):  # the vector-math kernels kept, no entry
+                shutil.copytree(os.path.join(cache, "vmath"), os.path.join(kernels_only, "vmath"))
+            cold_kernels = measure(workload, sizes[workload], kernels_only, 0, args.threads)
             warm = measure(workload, sizes[workload], cache, args.repeats, args.threads)
             started = measure(workload, sizes[workload], cache, 0, args.threads, numba_started=True)
             hand = measure(workload, sizes[workload], cache, 0, args.threads, tool="numba")
         ratio, hand_ratio = warm["first"] / cold["first"], cold["first"] / hand["first"]
-        results[workload] = {"cold": cold, "warm": warm, "warm_numba_started": started, "warm_over_cold": ratio,
-                             "hand_numba_cold": hand, "cold_over_hand": hand_ratio}
-        print(f"{workload:8}  {fmt(cold['first'])}  {cold['compiled']:8d}  {fmt(hand['first'])}  "
-              f"{hand_ratio:7.2f}x  {fmt(warm['first'])}  {ratio:8.1%}  {fmt(started['first']):>13}  "
-              f"{fmt(warm['steady'])}  {fmt(warm['import'])}")
+        kernels_ratio = cold_kernels["first"] / hand["first"]
+        results[workload] = {"cold": cold, "cold_kernels_on_disk": cold_kernels, "warm": warm,
+                             "warm_numba_started": started, "warm_over_cold": ratio, "hand_numba_cold": hand,
+                             "cold_over_hand": hand_ratio, "cold_kernels_on_disk_over_hand": kernels_ratio}
+        print(f"{workload:8}  {fmt(cold['first'])}  {fmt(cold_kernels['first'])}  {cold['compiled']:8d}  "
+              f"{fmt(hand['first'])}  {hand_ratio:7.2f}x  {kernels_ratio:7.2f}x  {fmt(warm['first'])}  "
+              f"{ratio:8.1%}  {fmt(started['first']):>13}  {fmt(warm['steady'])}  {fmt(warm['import'])}")
         aims.append((f"{workload}: cold first call within 2x of a hand-written Numba gradient's compile",
-                     hand_ratio <= 2.0, f"{hand_ratio:.2f}x"))
+                     hand_ratio <= 2.0, f"{hand_ratio:.2f}x (kernels on disk: {kernels_ratio:.2f}x)"))
         aims.append((f"{workload}: warm first call within 50 ms of Numba's floor", None, fmt(warm["first"]).strip()))
     floor = numba_floor(args.threads)
     results["numba_floor"] = floor
