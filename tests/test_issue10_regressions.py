@@ -224,3 +224,44 @@ def test_where_on_a_float_class_mask(fn, target):
     special = np.array([0.3, np.inf, -np.inf, np.nan, 1.5])
     np.testing.assert_array_equal(s2s.jit(fn, target=target)(special), fn(special))
     check_grads(fn, (X4,), order=2, target=target)
+
+
+# --------------------------------------------------------------------------- a list argument given to NumPy
+
+
+def squares_of_list(x):
+    return np.sum(np.asarray(x) ** 2)
+
+
+def scaled_max_of_list(x):
+    return np.max(np.array(x) * x[0])
+
+
+def nested_list(x):
+    return np.sum(np.asarray(x[1]) * x[0])
+
+
+def dict_to_numpy(d):
+    return np.sum(np.asarray(d))
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_list_argument_passed_to_numpy_is_one_sequence(target):
+    """A list (or tuple) argument passed to a library function was passed as its leaves, one argument each:
+    `np.asarray(x)` of `[1.0, 2.0]` became `np.asarray(x_0, x_1)` (the second leaf read as a dtype), and grad
+    gave [2, 0] where the answer is [2, 4] — silently. Library calls now receive the sequence."""
+    grad = s2s.grad(squares_of_list, target=target)
+    assert grad([1.0, 2.0]) == pytest.approx([2.0, 4.0], rel=1e-15)
+    assert isinstance(grad([1.0, 2.0]), list)
+    assert grad((3.0, 5.0, 7.0)) == pytest.approx((6.0, 10.0, 14.0), rel=1e-15)
+    assert s2s.jit(squares_of_list, target=target)([1.0, 2.0]) == pytest.approx(5.0, rel=1e-15)
+    assert s2s.grad(scaled_max_of_list, target=target)([1.5, 2.0]) == pytest.approx([2.0, 1.5], rel=1e-15)
+    d_scale, d_row = s2s.grad(nested_list, target=target)((2.0, [1.0, 3.0]))
+    assert d_scale == pytest.approx(4.0, rel=1e-15) and d_row == pytest.approx([2.0, 2.0], rel=1e-15)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_dict_argument_passed_to_numpy_is_refused(target):
+    with pytest.raises(s2s.UnsupportedError, match=r"container argument .* to `np.asarray`") as info:
+        s2s.grad(dict_to_numpy, target=target)({"a": 1.0, "b": 2.0})
+    assert "return np.sum(np.asarray(d))" in str(info.value)

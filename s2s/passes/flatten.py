@@ -32,7 +32,7 @@ import gast
 from ..astutil import const, name
 from ..tree_util import TreeDef, tree_flatten, tree_unflatten
 
-__all__ = ["flatten", "flatten_literal_args", "leaf_names"]
+__all__ = ["flatten", "flatten_literal_args", "leaf_names", "pack_leaves"]
 
 
 def leaf_names(param: str, treedef: TreeDef, namer) -> list[str]:
@@ -79,6 +79,42 @@ class _Tree:
             if all(e is not None for e in elts):
                 return gast.Tuple(elts=elts, ctx=gast.Load())
         return None
+
+
+def pack_leaves(args: list, structures: dict) -> list | None:
+    """A library call's arguments with each container passed as its leaves packed again as a tuple literal.
+
+    ``structures`` (argument position → TreeDef) says where leaves were
+    spread. A tuple or list of leaves (nested ones too) becomes a tuple
+    literal, which a library function reads as the sequence it was; another
+    kind (a dict, a dataclass) gives None.
+
+        >>> from s2s.astutil import to_source
+        >>> _, treedef = tree_flatten([1.0, 2.0])
+        >>> print(to_source(gast.Call(func=name("f"), args=pack_leaves([name("x_0"), name("x_1")], {0: treedef}),
+        ...                           keywords=[])).strip())
+        f((x_0, x_1))
+    """
+    def packed(treedef, leaves):
+        if treedef.kind == "leaf":
+            return leaves.pop(0)
+        if treedef.kind not in ("tuple", "list"):
+            return None
+        elts = [packed(child, leaves) for child in treedef.children]
+        return None if any(e is None for e in elts) else gast.Tuple(elts=elts, ctx=gast.Load())
+
+    rest, out, position = list(args), [], 0
+    while rest:
+        treedef = structures.get(position)
+        if treedef is None:
+            out.append(rest.pop(0))
+        else:
+            expr = packed(treedef, rest)
+            if expr is None:
+                return None
+            out.append(expr)
+        position += 1
+    return out
 
 
 class _Placeholder:

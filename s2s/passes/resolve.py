@@ -42,7 +42,7 @@ from ..frontend import MISSING
 from ..ir import TransformRequest
 from ..rules import canonical_name, lookup, template
 from . import params
-from .flatten import flatten_literal_args
+from .flatten import flatten_literal_args, pack_leaves
 
 __all__ = ["resolve", "ARRAY_METHODS", "to_source"]
 
@@ -197,6 +197,8 @@ class _Resolver(gast.NodeTransformer):
             fn = self.program.function_of(func.id)
             if is_user_function(fn):
                 self._bind(node, fn)
+            else:
+                self._pack_containers(node, func.id)
             if fn is not None and any(isinstance(a, (gast.Tuple, gast.Dict)) for a in node.args):  # leaves
                 node.func = located(self.callee(fn, node), func)
             return node
@@ -214,6 +216,8 @@ class _Resolver(gast.NodeTransformer):
         obj = self._value_of(func)
         if is_user_function(obj):
             self._bind(node, obj)
+        else:
+            self._pack_containers(node, attr_chain(func))
         node.func = located(self.callee(obj, node, getattr(node, "s2s_structures", None)), func)
         rule = lookup(getattr(obj, "py_func", obj))
         if rule is not None and (rule.check or rule.expand):
@@ -232,6 +236,18 @@ class _Resolver(gast.NodeTransformer):
         if rule.expand:
             return located(subst(template(rule.expand), bound), node)
         return node
+
+    def _pack_containers(self, node: gast.Call, callee: str) -> None:
+        """A container argument passed to a library function: its leaves packed again as a tuple literal."""
+        structures = getattr(node, "s2s_structures", None)
+        if not structures:
+            return
+        args = pack_leaves(node.args, structures)
+        if args is None:
+            raise self._unsupported(f"passing a container argument (a dict, a dataclass...) to `{callee}`",
+                                    hint="pass its parts, or a tuple or list of numbers or arrays")
+        node.args = args
+        del node.s2s_structures
 
     def _bind(self, node: gast.Call, fn) -> None:
         """Pass keywords and defaults of a call of the user function ``fn`` as positional arguments."""
