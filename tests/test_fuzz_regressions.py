@@ -438,3 +438,52 @@ def test_jvp_through_an_alias_write(target):
     assert out == pytest.approx(np.sum(x[1:] ** 2), rel=1e-14)
     assert tangent == pytest.approx(np.sum(2.0 * x[1:] * v[1:]), rel=1e-14)
     np.testing.assert_array_equal(v, [1.0, 2.0, 3.0, 4.0])
+
+
+# --------------------------------------------------------------------------- a fancy-index write in a loop
+
+
+def index_array_write_in_while(x, s, n):
+    k = 0
+    while k < 2:
+        k += 1
+        y = np.zeros(4)
+        y[np.array([3, 1, 0, 3])] = x[k] * s
+        s = s + np.sum(y * x)
+    return s
+
+
+def index_array_write_in_for(x, s, n):
+    y = np.zeros(4)
+    for k in range(2):
+        y[np.array([3, 1, 0, 3])] = x[k] * s
+        s = s + np.sum(y * x)
+    return s
+
+
+def rows_and_slice_write_in_for(x, s, n):
+    y = np.zeros((3, 4))
+    rows = np.array([2, 0, 2])
+    for k in range(2):
+        y[rows, 1:3] = x[k] * s
+        s = s + np.sum(y[:, 1:] * x[1:])
+    return s
+
+
+def mask_write_in_for(x, s, n):
+    y = np.ones(4)
+    for k in range(2):
+        y[x > 0.0] = s * x[k]
+        s = s + np.sum(y * x)
+    return s
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [index_array_write_in_while, index_array_write_in_for, rows_and_slice_write_in_for,
+                                mask_write_in_for])
+def test_index_array_write_in_a_loop(fn, target):
+    """A write through an index array or a mask inside a loop taped the overwritten values as one float:
+    `y_saved[top] = y[j]` (Numba: no setitem of an array into a float array; Python: "setting an array element
+    with a sequence"). The selection is an array, taped as a copy. Found by the fuzzer's `fancy-index` family
+    (CI's derandomized run with the families)."""
+    assert_grad_matches(fn, (X, 0.4, 3), (0, 1), target)

@@ -550,6 +550,16 @@ class ReverseTransform:
             return value_type
         index = s.targets[0].slice
         parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        arrays = [t for t in (atom_type(self.typed, p) for p in parts if isinstance(p, gast.Name))
+                  if isinstance(t, types.Array)]  # integer or boolean arrays: the selection is an array
+        if arrays:
+            consumed = sum(t.ndim if isinstance(t.dtype, types.Boolean) else 1 for t in arrays)
+            others = [p for p in parts if not (isinstance(p, gast.Constant) and p.value is None)]
+            kept = base_type.ndim - consumed - (len(others) - len(arrays))
+            slices = sum(isinstance(p, gast.Slice) for p in parts)
+            ndim = max(1 if isinstance(t.dtype, types.Boolean) else t.ndim for t in arrays) + slices + kept \
+                + (len(parts) - len(others))
+            return types.Array(base_type.dtype, ndim, "A")
         if any(isinstance(p, gast.Slice) or (isinstance(p, gast.Constant) and p.value is None) for p in parts) \
                 or len(parts) < base_type.ndim:
             return types.Array(base_type.dtype, 1, "A")
