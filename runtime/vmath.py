@@ -44,6 +44,7 @@ in 8.6 s this way (6 s with libm), on a loaded machine.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -685,27 +686,27 @@ def _kernel_ir(name: str, kernel, nargs: int) -> tuple[str, str]:
     if name in _LINKED:
         return _LINKED[name]
     path = os.path.join(_ir_folder(), f"{name}-{_ir_key()}.ll")
-    text = None
     try:
         with open(path, encoding="utf-8") as saved:
             text = saved.read()
         llvm.parse_assembly(text).verify()
-    except FileNotFoundError:
+    except OSError:  # not there, or no cache folder to read (s2s warns about an unwritable one itself)
         text = None
-    except (OSError, RuntimeError, UnicodeDecodeError) as error:
+    except (RuntimeError, UnicodeDecodeError) as error:
         warnings.warn(f"s2s: the vector-math file {path} is damaged ({str(error)[:80]}); compiling it again",
                       RuntimeWarning, stacklevel=2)
         text = None
     if text is None:
         text = _compile_ir(name, kernel, nargs)
+        temporary = f"{path}.{os.getpid()}.tmp"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            temporary = f"{path}.{os.getpid()}.tmp"
             with open(temporary, "w", encoding="utf-8") as out:
                 out.write(text)
             os.replace(temporary, path)  # whole or not at all: a reader never sees half a file
-        except OSError:
-            pass  # a read-only cache: compile again in the next process
+        except OSError:  # a read-only cache: compile again in the next process
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
     _LINKED[name] = (f"s2s.vm.{name}", text)
     return _LINKED[name]
 
