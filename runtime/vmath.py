@@ -45,6 +45,7 @@ in 8.6 s this way (6 s with libm), on a loaded machine.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import math
 import os
@@ -651,6 +652,7 @@ def _ir_folder() -> str:
     return os.path.join(root, "vmath")
 
 
+@functools.cache
 def _ir_key() -> str:
     """What the IR depends on: this file, Numba, llvmlite and the CPU it was optimised for."""
     with open(__file__, "rb") as source:
