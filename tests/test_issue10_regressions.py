@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import s2s
-from s2s.check import check_grads
+from s2s.check import check_grads, numerical_hessian
 
 X4 = np.array([0.3, 1.2, 2.5, -0.7])
 M34 = np.array([[0.3, 1.2, -0.4, 0.9], [2.5, -0.7, 0.1, 1.6], [-1.1, 0.8, 2.2, 0.05]])
@@ -179,18 +179,33 @@ def shifted_slice_update(x):
     return np.sum(np.cos(y))
 
 
-@pytest.mark.parametrize("fn, view, statement", [(slice_times_in_place, "y[1:3]", "y[1:3] = y[1:3] * x[0:2]"),
-                                                 (shifted_slice_update, "y[:-1]", "y[1:] = y[:-1] * x[1:]")])
-def test_alias_refusal_names_the_users_expressions(fn, view, statement):
-    """The hessian of a slice update reading the array it writes is refused; the message named `_t1`."""
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [slice_times_in_place, shifted_slice_update])
+def test_hessian_of_a_slice_update_reading_the_array_it_writes(fn, target):
+    """Refused until stop 17 (its gradient keeps the view it reads for the adjoint sweep, and forward mode
+    refused the write); forward mode follows writes through views, as values do."""
+    hess = s2s.hessian(fn, target=target)(X4.copy())
+    np.testing.assert_allclose(hess, numerical_hessian(fn, (X4.copy(),), 0), rtol=1e-5, atol=1e-6)
+
+
+def view_read_after_write(x):
+    y = np.copy(x)
+    v = y[1:3]
+    y[1] = x[0] * x[3]
+    return np.sum(v * x[1:3])
+
+
+def test_alias_refusal_names_the_users_expressions():
+    """A gradient that would read a view after a write through another name is refused at the write, naming
+    the view as the user wrote it (the message once named the temporary `_t1`)."""
     import re
 
     from s2s.errors import UnsupportedError
 
     with pytest.raises(UnsupportedError) as info:
-        s2s.hessian(fn, target="python")(X4)
+        s2s.grad(view_read_after_write, target="python")(X4)
     message = str(info.value).splitlines()[0]
-    assert f"while `{view}`" in message and f"at `{statement}`" in message and f"`{fn.__name__}_grad`" in message
+    assert "writing into `y` while `v`" in message, message
     assert not re.search(r"\b_t\d+\b", message), message
 
 
