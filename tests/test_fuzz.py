@@ -59,7 +59,7 @@ and the assertion message prints its source, the point, and expected versus
 got.
 
 The number of examples is fixed and the run derandomized, so CI is
-reproducible: 12 programs by default, split between two tests so that
+reproducible: 8 programs by default, split between two tests so that
 ``pytest -n 2`` runs them side by side. CI checks ``grad``, ``jvp``,
 ``jacfwd`` and ``jit`` compiled, and ``grad``, ``hessian`` and ``jit`` with
 ``target="python"``. Environment variables:
@@ -111,7 +111,7 @@ from hypothesis import strategies as st
 import s2s
 from s2s.check import numerical_grad
 
-N_EXAMPLES = int(os.environ.get("S2S_FUZZ_EXAMPLES", "12"))
+N_EXAMPLES = int(os.environ.get("S2S_FUZZ_EXAMPLES", "8"))
 SEED = os.environ.get("S2S_FUZZ_SEED")
 
 # Families of productions beyond the base grammar. "supported": every error and every wrong number fails.

@@ -347,7 +347,8 @@ def test_vmap_called_from_user_code(target):
 
 
 # ------------------------------------------------------------------------ second order, forward over reverse
-@pytest.mark.parametrize("fn, args", [(kw_any_order, (X3,)), (rebind_twice, (X3, X3 + 1.0)), (uses_vmap, (X32,))])
+@pytest.mark.parametrize("fn, args", [(kw_any_order, (X3,)), (rebind_twice, (X3, X3 + 1.0)),
+                                      pytest.param(uses_vmap, (X32,), marks=pytest.mark.slow)])  # 30 s
 def test_hessian_of_user_code(fn, args):
     gradient = s2s.grad(fn)
     H = s2s.hessian(fn)(*args)
