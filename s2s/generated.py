@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import linecache
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -65,9 +66,16 @@ def compile_error(module: Module, exc: Exception, what: str, user_file: str | No
         (None, 7)
     """
     text = str(exc)
-    lines = re.findall(rf'File "{re.escape(module.filename)}", line (\d+)', text)
-    lineno = module.line_map.get(int(lines[-1])) if lines else None
+    here = os.path.normcase(os.path.abspath(module.filename))  # Numba names files relative to the working folder
+    lines = [n for path, n in re.findall(r'File "([^"]+)", line (\d+)', text)
+             if os.path.normcase(os.path.abspath(path)) == here]
+    line = int(lines[-1]) if lines else None
+    # a generated line of its own (a tape push before the statement it saves for) points at the next user line
+    following = [k for k in sorted(module.line_map) if line is not None and k >= line]
+    lineno = module.line_map[following[0]] if following else None
+    source = module.source.splitlines()
+    generated = f" (generated code: `{source[line - 1].strip()}`, line {line})" if line and line <= len(source) else ""
     located = bool(lineno and user_file)
-    return CompileError(f"{what} ({module.filename}): {type(exc).__name__}: {summarize(text)}",
+    return CompileError(f"{what} ({module.filename}): {type(exc).__name__}: {summarize(text)}{generated}",
                         user_file if located else None, lineno,
                         linecache.getline(user_file, lineno).rstrip() if located else None)

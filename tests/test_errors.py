@@ -307,3 +307,27 @@ def test_untypable_code_is_a_located_compile_error(target):
         s2s.grad(numba_cannot_type, target=target)(1.0)
     assert "numba_cannot_type" in str(info.value) and "len" in str(info.value)
     assert_located(info.value, numba_cannot_type, line_of(numba_cannot_type, "<- untypable"))
+
+
+def tape_write_target(x):
+    y = np.zeros(3)  # allocate
+    y[0] = x[0] * 2.0  # write
+    return y[0]
+
+
+def test_compile_error_in_generated_code_points_at_the_users_line(tmp_path, monkeypatch):
+    """Numba names the generated file relative to the working folder, and a generated line of its own (a tape
+    push) maps to no user line: the error still points at the user's statement it belongs to, and quotes the
+    generated line."""
+    from s2s.generated import Module, compile_error
+
+    path = tmp_path / "module.py"
+    source = "def f_grad(x):\n    y = np.zeros(3)\n    y_saved[top] = y[idx]\n    y[0] = x[0] * 2.0\n"
+    module = Module(source, "f_grad", {2: line_of(tape_write_target, "allocate"),
+                                       4: line_of(tape_write_target, "write")}, filename=str(path))
+    monkeypatch.chdir(tmp_path / "..")
+    numba_text = f'No implementation of function setitem\nFile "{tmp_path.name}/module.py", line 3:'
+    err = compile_error(module, TypeError(numba_text), "Numba cannot compile the generated grad of f",
+                        tape_write_target.__code__.co_filename)
+    assert_located(err, tape_write_target, line_of(tape_write_target, "write"))
+    assert "generated code: `y_saved[top] = y[idx]`, line 3" in str(err)
