@@ -634,7 +634,7 @@ def _sqrt(x):
 
 # ------------------------------------------------------------------ kernels linked as LLVM functions
 # Numba's `inline="always"` types and lowers a kernel's whole body again at every call site, which made a
-# cold gradient with `tanh` and `sin` compile for 24 s instead of 6. Instead each kernel is compiled once, to
+# cold gradient with `tanh` and `sin` compile for 24 s instead of 6 (libm). Instead each kernel is compiled once, to
 # LLVM IR kept in memory and on disk, and a call is an intrinsic that links that IR into the caller's
 # library: LLVM inlines it (`alwaysinline`) before it vectorises the loop, so the code is the same.
 _LINKED: dict[str, tuple[str, str]] = {}  # kernel name -> (symbol, LLVM IR)
@@ -642,6 +642,7 @@ _LINKED_INTO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library
 
 
 def _ir_folder() -> str:
+    """``vmath`` in s2s's cache folder (``s2s.cache.cache_dir``'s rule: the runtime does not import s2s)."""
     root = os.environ.get("S2S_CACHE_DIR")
     if not root:
         try:
