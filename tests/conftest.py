@@ -94,3 +94,23 @@ def fd_jacobian(fn, x, eps=1e-6):
         e = e.reshape(x.shape)
         jac[(...,) + np.unravel_index(j, x.shape)] = (np.asarray(fn(x + e)) - np.asarray(fn(x - e))) / (2 * eps)
     return jac
+
+
+# The start of a script run in a fresh process that records, in `compiled`, the name of every function Numba
+# compiles once `event.register("numba:compile", Listener())` has run (tests/test_compile_count.py,
+# tests/test_vmath_linking.py)
+COUNT_COMPILES = """
+import json, sys
+import numpy as np
+from numba.core import event
+
+compiled = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, ev):
+        pass
+"""

@@ -6,20 +6,9 @@ import subprocess
 import sys
 import textwrap
 
-SCRIPT = textwrap.dedent('''
-    import json, sys
-    import numpy as np
-    from numba.core import event
+from conftest import COUNT_COMPILES
 
-    compiled = []
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-        def on_end(self, ev):
-            pass
-
+SCRIPT = COUNT_COMPILES + textwrap.dedent('''
     import s2s
 
     def recurrence(x, n):

@@ -16,23 +16,11 @@ import textwrap
 import numba
 import numpy as np
 import pytest
+from conftest import COUNT_COMPILES
 
 from s2s_runtime import vmath
 
-SCRIPT = textwrap.dedent('''
-    import json, sys
-    import numpy as np
-    from numba.core import event
-
-    compiled = []
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-        def on_end(self, ev):
-            pass
-
+SCRIPT = COUNT_COMPILES + textwrap.dedent('''
     import s2s
 
     def first(x):
