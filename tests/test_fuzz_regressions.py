@@ -487,3 +487,24 @@ def test_index_array_write_in_a_loop(fn, target):
     with a sequence"). The selection is an array, taped as a copy. Found by the fuzzer's `fancy-index` family
     (CI's derandomized run with the families)."""
     assert_grad_matches(fn, (X, 0.4, 3), (0, 1), target)
+
+
+# --------------------------------------------------------------------------- open: an element write fed by a view
+
+
+def element_write_from_a_generator_over_a_view(x, s, n):
+    x[2] += sum(e ** 2 for e in x[1:3])
+    return np.sum(x * x)
+
+
+@pytest.mark.xfail(strict=True, reason="open (stop 17): the Hessian is wrong without an error (its gradient is "
+                   "right); the generator reads the view x[1:3] that the write into x[2] changes")
+@pytest.mark.parametrize("target", ["python"])
+def test_hessian_of_an_element_write_fed_by_a_generator_over_a_view(target):
+    """Found by a fuzz campaign at the end of stop 17 (seed 4, default families); pre-existing (stop 16's
+    activity analysis gives the same wrong Hessian). `x[2] += x[1] ** 2 + x[2] ** 2` is right."""
+    x = np.array([0.93, 0.86, -0.27, 0.60])
+    fn = element_write_from_a_generator_over_a_view
+    hess = s2s.hessian(fn, target=target)(x.copy(), 0.1, 3)
+    np.testing.assert_allclose(hess, numerical_hessian(lambda v: fn(v.copy(), 0.1, 3), (x,), 0),
+                               rtol=1e-5, atol=1e-5)
