@@ -489,7 +489,7 @@ def test_index_array_write_in_a_loop(fn, target):
     assert_grad_matches(fn, (X, 0.4, 3), (0, 1), target)
 
 
-# --------------------------------------------------------------------------- open: an element write fed by a view
+# ------------------------------------------------------------------ an element read through a view, then written
 
 
 def element_write_from_a_generator_over_a_view(x, s, n):
@@ -497,14 +497,30 @@ def element_write_from_a_generator_over_a_view(x, s, n):
     return np.sum(x * x)
 
 
-@pytest.mark.xfail(strict=True, reason="open (stop 17): the Hessian is wrong without an error (its gradient is "
-                   "right); the generator reads the view x[1:3] that the write into x[2] changes")
-@pytest.mark.parametrize("target", ["python"])
+@pytest.mark.parametrize("target", ["python", "cpu"])
 def test_hessian_of_an_element_write_fed_by_a_generator_over_a_view(target):
-    """Found by a fuzz campaign at the end of stop 17 (seed 4, default families); pre-existing (stop 16's
-    activity analysis gives the same wrong Hessian). `x[2] += x[1] ** 2 + x[2] ** 2` is right."""
+    """Found by a fuzz campaign at the end of stop 17 (seed 4, default families). The generator reads the
+    element x[2] through the view x[1:3]; in vector forward mode that element's tangent was a view of the
+    tangent array, so the later write into x[2] changed it. `x[2] += x[1] ** 2 + x[2] ** 2` was right."""
     x = np.array([0.93, 0.86, -0.27, 0.60])
     fn = element_write_from_a_generator_over_a_view
     hess = s2s.hessian(fn, target=target)(x.copy(), 0.1, 3)
     np.testing.assert_allclose(hess, numerical_hessian(lambda v: fn(v.copy(), 0.1, 3), (x,), 0),
                                rtol=1e-5, atol=1e-5)
+
+
+def element_read_through_a_view_then_written(x):
+    v = x[1:3]
+    e = v[1]
+    x[2] = 3.0 * x[0]
+    return np.array([e * 2.0, x[2] * e])
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_jacfwd_of_an_element_read_through_a_view_then_written(target):
+    """The same mistake in user code: `e` keeps the old x[2], and so must its tangent in every direction."""
+    x = np.array([0.5, -1.2, 0.7, 2.0])
+    fn = element_read_through_a_view_then_written
+    jac = s2s.jacfwd(fn, target=target)(x.copy())
+    expected = np.array([[0.0, 0.0, 2.0, 0.0], [3.0 * x[2], 0.0, 3.0 * x[0], 0.0]])
+    np.testing.assert_allclose(jac, expected, rtol=1e-12)

@@ -127,6 +127,10 @@ class ForwardTransform:
     def dot(self, var: str) -> str:
         return self.namer.tangent(var)
 
+    def _written(self, array: str) -> bool:
+        """Whether ``array``, or an array that may share its memory (a view), is written in place."""
+        return bool(self.activity.alias_class(array) & self.written)
+
     def active(self, node) -> bool:
         return isinstance(node, gast.Name) and node.id in self.activity.active
 
@@ -279,7 +283,7 @@ class ForwardTransform:
             if self.directions is not None and not isinstance(self.typed.type_of(value.value.id), types.BaseTuple):
                 index = _prepend_all(index)
             expr = gast.Subscript(value=name(self.dot(value.value.id)), slice=index, ctx=gast.Load())
-            if self.directions is not None and self.typed.ndim(z) == 0 and value.value.id in self.written:
+            if self.directions is not None and self.typed.ndim(z) == 0 and self._written(value.value.id):
                 # an element's tangent is a view into the array's tangent: copy it, as the primal read copies
                 expr = call(gast.Attribute(value=expr, attr="copy", ctx=gast.Load()))
             expr.s2s_whole = True
