@@ -524,3 +524,17 @@ def test_jacfwd_of_an_element_read_through_a_view_then_written(target):
     jac = s2s.jacfwd(fn, target=target)(x.copy())
     expected = np.array([[0.0, 0.0, 2.0, 0.0], [3.0 * x[2], 0.0, 3.0 * x[0], 0.0]])
     np.testing.assert_allclose(jac, expected, rtol=1e-12)
+
+
+def float_sums_stacked_over_a_gather(x):
+    y = np.array([sum(2.0 * e for g in range(4)) for e in x[np.array([1, 3])]])
+    return np.sum(y * x[0] ** 2)
+
+
+def test_stack_of_float_sums_started_at_integer_zero_compiles():
+    """Found by a fuzz campaign (seed 4, default families): `sum(...)` starts at the integer 0, Numba typed
+    the first element of the stack twice (int, then float) and refused the generated gradient."""
+    x = np.array([0.93, 0.86, -0.27, 0.60])
+    grad = s2s.grad(float_sums_stacked_over_a_gather)(x.copy())
+    expected = np.array([2 * x[0] * 8.0 * (x[1] + x[3]), 8.0 * x[0] ** 2, 0.0, 8.0 * x[0] ** 2])
+    np.testing.assert_allclose(grad, expected, rtol=1e-12)

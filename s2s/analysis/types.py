@@ -19,6 +19,7 @@ inference gives the type of every variable for the argument types of a call:
 
 from __future__ import annotations
 
+import copy
 import linecache
 import re
 import warnings
@@ -69,6 +70,21 @@ class Typed:
     def ndim(self, name: str) -> int:
         t = self.type_of(name)
         return t.ndim if isinstance(t, types.Array) else 0
+
+    def body_copy(self) -> list:
+        """A copy of the function's body, each integer constant assigned to a float variable made a float.
+
+        ``s = 0`` before ``s = s + 2.0`` becomes ``s = 0.0``: the generated code's
+        Numba then types ``s`` as a float from its first definition, and a call
+        typed by it (``np.zeros(n, type(s))``) is not typed twice.
+        """
+        body = copy.deepcopy(self.function.node.body)
+        for node in walk_stmts(body):
+            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name) \
+                    and isinstance(node.value, gast.Constant) and type(node.value.value) is int \
+                    and isinstance(self.type_of(node.targets[0].id), types.Float):
+                node.value.value = float(node.value.value)
+        return body
 
 
 def is_float_type(t) -> bool:

@@ -119,7 +119,7 @@ class ForwardTransform:
         self.namer = namer
         self.jvp_of_call = jvp_of_call  # (call node, typed, activity) -> (jvp name, active arg indices)
         self.directions = directions  # K in vector mode, else None
-        self.body = copy.deepcopy(self.fn.node.body)
+        self.body = typed.body_copy()
         self.written = {t.value.id for t in gast.walk(self.fn.node)
                         if isinstance(t, gast.Subscript) and isinstance(t.ctx, gast.Store)
                         and isinstance(t.value, gast.Name)}

@@ -121,7 +121,7 @@ class ReverseTransform:
         self.vjp_of_call = vjp_of_call  # (callee name, arg atoms, typed) -> (vjp name, active arg indices)
         self.seed = seed if seed is not None else const(1.0)
         self.tuple_seed = tuple_seed  # the function returns a tuple and ``seed`` holds one adjoint per item
-        body = copy.deepcopy(self.fn.node.body)  # the sweeps are built from, and tidied in, a copy
+        body = typed.body_copy()  # the sweeps are built from, and tidied in, a copy
         self.ret = body[-1]
         self.body = body[:-1]
         self.pos: dict[int, int] = {}
