@@ -10,6 +10,7 @@ Python with a Numba implementation beside it, so the same source runs under
     6.0
 """
 
+from . import slice_errors as _slice_errors  # noqa: F401  (see its docstring)
 from . import vmath as vm
 from .broadcast import (
     assign_into,

@@ -17,8 +17,14 @@ SCRIPT = COUNT_COMPILES + textwrap.dedent('''
             s = 0.5 * s + np.sin(s * x)
         return s
 
+    def reversed_product(x):
+        return np.sum(np.sin(x) * x[::-1]) + np.sum(x[1:] * x[:-1])
+
     event.register("numba:compile", Listener())
-    s2s.grad(recurrence)(0.3, 1000)
+    if sys.argv[1] == "recurrence":
+        s2s.grad(recurrence)(0.3, 1000)
+    else:  # the adjoint of a slice is assigned into a slice of the gradient: `x_adj[::-1] = ...`
+        s2s.grad(reversed_product)(np.linspace(0.1, 1.0, 9))
     print(json.dumps(compiled))
 ''')
 
@@ -27,15 +33,30 @@ STRING_MACHINERY = ("unicode", "_kind_to_byte_width", "_get_code_point", "_set_c
                     "ol_str_generic", "ol_repr_generic", "integer_str", "concat")
 
 
-def test_cold_gradient_of_a_loop_compiles_no_string_machinery(tmp_path):
+def cold_compilations(tmp_path, which: str) -> list[str]:
+    """The Numba compilations of the first gradient of ``which`` in a new process with empty caches."""
     env = dict(os.environ, S2S_CACHE_DIR=str(tmp_path / "s2s"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     script = tmp_path / "cold_gradient.py"  # s2s reads the function's source from its file
     script.write_text(SCRIPT)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run([sys.executable, str(script), which], capture_output=True, text=True, env=env,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    compiled = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_cold_gradient_of_a_loop_compiles_no_string_machinery(tmp_path):
+    compiled = cold_compilations(tmp_path, "recurrence")
     assert "recurrence_grad" in compiled
     strings = [name for name in compiled if any(s in name for s in STRING_MACHINERY)]
     assert not strings, f"string machinery compiled for a gradient without strings: {strings}"
     # the gradient itself, the tape's `rt.reserve`, and the allocations and `max` it calls
     assert len(compiled) <= 8, compiled
+
+
+def test_assigning_into_a_slice_compiles_no_string_machinery(tmp_path):
+    """Numba's CPU error for a slice assigned from an array of another shape formats both shapes;
+    s2s_runtime makes it raise with a fixed message (runtime/slice_errors.py)."""
+    compiled = cold_compilations(tmp_path, "reversed_product")
+    assert "reversed_product_grad" in compiled
+    strings = [name for name in compiled if any(s in name for s in STRING_MACHINERY)]
+    assert not strings, f"string machinery compiled for a gradient without strings: {strings}"
