@@ -51,9 +51,14 @@ class Vmapped:
         self.fn = fn
         self.in_axes = in_axes
         self.out_axes = out_axes
-        self.target = target
         self._entries: dict = {}
         self._shapes: dict = {}  # id(entry) -> (an example output, the example arguments)
+        if getattr(fn, "target", None) == "python" and isinstance(fn, (Transformed, Vmapped)) and target != "python":
+            if target != "cpu":
+                raise InputError(f"vmap(target={target!r}) cannot run `{getattr(fn, '__qualname__', fn)}`, "
+                                 "which runs as Python (target='python'): give it a compiled target")
+            target = "python"  # the loop runs where the function it batches runs
+        self.target = target
         inner_target = "python" if target == "python" else "cpu"
         self.inner = fn if isinstance(fn, (Transformed, Vmapped)) else jit(fn, target=inner_target)
         if target == "cuda":  # a CUDA kernel keeps the device's math: the per-example code without rt.vm
@@ -362,7 +367,8 @@ def vmap(fn=None, in_axes=0, out_axes=0, target: str = "cpu") -> Vmapped:
         out_axes: where the batch axis goes in the output (default 0).
         target: ``"cpu"`` (a compiled loop), ``"parallel"`` (``prange``
             over the examples, all cores), ``"cuda"`` (a numba.cuda kernel,
-            one thread per example) or ``"python"``.
+            one thread per example) or ``"python"``. A transform built with
+            ``target="python"`` is batched by a Python loop.
 
     With ``target="cuda"`` the per-example function must be kernel code:
     scalar code, indexing, loops and branches, ``math`` and scalar NumPy

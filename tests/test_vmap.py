@@ -241,3 +241,20 @@ def test_batched_module_comes_from_the_disk_cache(tmp_path):
     assert outputs[0] == outputs[1] and counts[0] == counts[1] == 2  # the gradient and the batched loop
     t = np.tanh(np.array([0.5, -0.2]))
     np.testing.assert_allclose(eval(outputs[0]), np.diag(2 * (t - 1) * (1 - t * t)), rtol=1e-12)
+
+
+# =========================================================================== a transform that runs as Python
+
+
+def test_vmap_of_a_python_target_gradient_loops_in_python():
+    """`vmap(grad(f, target="python"))` batches with a Python loop (it was a raw Numba TypingError)."""
+    batched = s2s.vmap(s2s.grad(loss, target="python"), in_axes=(None, 0, 0))
+    assert batched.target == "python"
+    out = batched(W3, XB, YB)
+    expected = np.array([numerical_grad(lambda w: loss(w, XB[b], YB[b]), (W3,), 0) for b in range(4)])
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-8)
+
+
+def test_vmap_in_parallel_of_a_python_target_gradient_is_an_error():
+    with pytest.raises(InputError, match="target='python'"):
+        s2s.vmap(s2s.grad(loss, target="python"), target="parallel")
