@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 from numba import literal_unroll
 from numba.core import types
-from numba.core.extending import overload, register_jitable
+
+from .helper_cache import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat",

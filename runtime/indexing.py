@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import errors, types
-from numba.core.extending import overload, register_jitable
 
+from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _v3
 
 __all__ = ["last_write", "group_sum", "take_vjp", "take_along_axis_vjp"]

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import errors, types
-from numba.core.extending import overload, register_jitable
 
+from .helper_cache import overload, register_jitable
 from .reductions import _float_dtype, _float_of
 from .shapes import reshape_like
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import errors, types
-from numba.core.extending import overload, register_jitable
 
 from .broadcast import reduced_count
+from .helper_cache import overload, register_jitable
 from .reductions import _is_none, mean
 
 __all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "cumprod_jvp", "cumprod_vjp", "var", "std", "kron_vjp_a",

@@ -25,8 +25,10 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, vectorize
 from numba.core import errors, types
-from numba.core.extending import overload, register_jitable
+from numba.core.extending import overload as exec_overload  # implementations built by exec: not cacheable
 from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from .helper_cache import overload, register_jitable
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "norm", "prod_vjp", "prod_jvp", "extremum_jvp",
            "cumsum_vjp", "norm_vjp", "norm_jvp", "clip_inside", "clip_jvp"]
@@ -427,7 +429,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False):
     return np.sum(a, axis=axis, keepdims=keepdims)
 
 
-@overload(sum, prefer_literal=True)
+@exec_overload(sum, prefer_literal=True)
 def _sum_nb(a, axis=None, dtype=None, out=None, keepdims=False):
     _require_none("sum", dtype=dtype, out=out)
     return _reduction_nb("sum", _SUM, _SUM_SIGNATURE, a, axis, keepdims)
@@ -444,7 +446,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
     return np.mean(a, axis=axis, keepdims=keepdims)
 
 
-@overload(mean, prefer_literal=True)
+@exec_overload(mean, prefer_literal=True)
 def _mean_nb(a, axis=None, dtype=None, out=None, keepdims=False):
     _require_none("mean", dtype=dtype, out=out)
     return _reduction_nb("mean", _MEAN, _SUM_SIGNATURE, a, axis, keepdims)
@@ -460,7 +462,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False):
     return np.prod(a, axis=axis, keepdims=keepdims)
 
 
-@overload(prod, prefer_literal=True)
+@exec_overload(prod, prefer_literal=True)
 def _prod_nb(a, axis=None, dtype=None, out=None, keepdims=False):
     _require_none("prod", dtype=dtype, out=out)
     return _reduction_nb("prod", _PROD, _SUM_SIGNATURE, a, axis, keepdims)
@@ -476,7 +478,7 @@ def amax(a, axis=None, out=None, keepdims=False):
     return np.amax(a, axis=axis, keepdims=keepdims)
 
 
-@overload(amax, prefer_literal=True)
+@exec_overload(amax, prefer_literal=True)
 def _amax_nb(a, axis=None, out=None, keepdims=False):
     _require_none("amax", out=out)
     return _reduction_nb("amax", _MAX, _MAX_SIGNATURE, a, axis, keepdims)
@@ -492,7 +494,7 @@ def amin(a, axis=None, out=None, keepdims=False):
     return np.amin(a, axis=axis, keepdims=keepdims)
 
 
-@overload(amin, prefer_literal=True)
+@exec_overload(amin, prefer_literal=True)
 def _amin_nb(a, axis=None, out=None, keepdims=False):
     _require_none("amin", out=out)
     return _reduction_nb("amin", _MIN, _MAX_SIGNATURE, a, axis, keepdims)
@@ -590,7 +592,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 _NORM_SIGNATURE = "x, ord=None, axis=None, keepdims=False"
 
 
-@overload(norm, prefer_literal=True)
+@exec_overload(norm, prefer_literal=True)
 def _norm_nb(x, ord=None, axis=None, keepdims=False):
     if isinstance(x, types.Number):
         return lambda x, ord=None, axis=None, keepdims=False: abs(x)

@@ -25,7 +25,8 @@ runs fewer forward steps.
 from __future__ import annotations
 
 import numpy as np
-from numba.core.extending import overload, register_jitable
+
+from .helper_cache import overload, register_jitable
 
 __all__ = ["ADVANCE", "TAKESHOT", "RESTORE", "FIRSTURN", "YOUTURN", "TERMINATE", "CHECK", "CAPO", "OLDCAPO",
            "revolve_start", "revolve_next", "snapshot_count", "trip_count", "snapshot_slots", "snapshot_of"]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import types
-from numba.core.extending import overload
+
+from .helper_cache import overload
 
 __all__ = ["last_item", "zeros_stack"]
 

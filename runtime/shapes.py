@@ -22,10 +22,10 @@ import functools
 import numpy as np
 from numba import literal_unroll, njit
 from numba.core import errors, types
-from numba.core.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
+from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _shape_drop, _v3
 
 __all__ = ["squeeze", "flatten", "array", "array_vjp", "transpose_vjp", "reshape_like", "split_like", "unstack_like",

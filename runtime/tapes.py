@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import typed as nb_typed
 from numba.core import types
-from numba.core.extending import overload
+
+from .helper_cache import overload
 
 __all__ = ["copy_tape", "keep_tape"]
 

@@ -60,6 +60,8 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.extending import intrinsic, overload, register_jitable
 
+from .helper_cache import cache_root
+
 __all__ = ["reduce_add", "sum", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos",
            "tan", "tanh", "sinh", "cosh", "arctan", "arcsin", "arccos", "logistic", "power", "FUNCTIONS"]
 
@@ -642,15 +644,8 @@ _LINKED_INTO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library
 
 
 def _ir_folder() -> str:
-    """``vmath`` in s2s's cache folder (``s2s.cache.cache_dir``'s rule: the runtime does not import s2s)."""
-    root = os.environ.get("S2S_CACHE_DIR")
-    if not root:
-        try:
-            import platformdirs
-            root = platformdirs.user_cache_dir("s2s")
-        except ImportError:  # s2s_runtime alone, as an AOT-built module ships it
-            root = os.path.join(os.path.expanduser("~"), ".cache", "s2s")
-    return os.path.join(root, "vmath")
+    """``vmath`` in s2s's cache folder."""
+    return os.path.join(cache_root(), "vmath")
 
 
 @functools.cache

@@ -196,10 +196,11 @@ class DiskCache:
     def clear(self) -> int:
         """Remove every entry (and any leftover of an interrupted write); return how many entries there were.
 
-        The vector-math kernels' IR (``vmath`` beside the entries) goes too.
+        The vector-math kernels' IR (``vmath`` beside the entries) and the
+        compiled runtime helpers (``runtime-<digest>``) go too.
         """
         count = len(self.entries())
-        for folder in (self.root, self.root.parent / "vmath"):
+        for folder in (self.root, self.root.parent / "vmath", *self.root.parent.glob("runtime-*")):
             if folder.exists():
                 shutil.rmtree(folder, ignore_errors=True)
         return count

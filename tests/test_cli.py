@@ -183,15 +183,17 @@ def test_cache_info_and_clear(cli):
 
 def test_cache_clear_touches_only_the_cache_folder(cli, tmp_path):
     """``S2S_CACHE_DIR`` is respected: a file beside the cache's own folders survives ``clear``; the
-    vector-math kernels' folder goes with the entries."""
+    vector-math kernels' folder and the compiled runtime helpers go with the entries."""
     cli.cache.mkdir()
     keep = cli.cache / "keep.txt"
     keep.write_text("not s2s's")
     (cli.cache / "vmath").mkdir()
     (cli.cache / "vmath" / "exp-0123.ll").write_text("; a kernel's IR")
+    (cli.cache / "runtime-0123").mkdir()
+    (cli.cache / "runtime-0123" / "broadcast.reserve-52.py311.nbi").write_bytes(b"an index")
     assert cli("cache", "clear").returncode == 0
     assert keep.read_text() == "not s2s's"
-    assert not (cli.cache / "vmath").exists()
+    assert not (cli.cache / "vmath").exists() and not (cli.cache / "runtime-0123").exists()
 
 
 # --------------------------------------------------------------------------- errors

@@ -251,7 +251,7 @@ def test_vmap_of_a_python_target_gradient_loops_in_python():
     batched = s2s.vmap(s2s.grad(loss, target="python"), in_axes=(None, 0, 0))
     assert batched.target == "python"
     out = batched(W3, XB, YB)
-    expected = np.array([numerical_grad(lambda w: loss(w, XB[b], YB[b]), (W3,), 0) for b in range(4)])
+    expected = np.array([numerical_grad(lambda w, b=b: loss(w, XB[b], YB[b]), (W3,), 0) for b in range(4)])
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-8)
 
 

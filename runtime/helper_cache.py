@@ -1,0 +1,121 @@
+"""Runtime helpers compiled once per signature and kept on disk, shared by every generated module.
+
+Without this, each new generated module (a new function, a new transform, a
+new argument type) makes Numba compile again every runtime helper it calls:
+``rt.unbroadcast``, ``rt.unreduce``, ``rt.sum``… at 0.1–0.9 s each, most of a
+cold gradient's time. The runtime's modules take ``overload`` and
+``register_jitable`` from here: Numba's, with ``cache=True``, so a helper
+compiled for one signature is loaded from disk by every later process.
+
+Numba keys a cached function by its signature, its bytecode and its closure's
+contents, and trusts it while its own file is unchanged. A helper's machine
+code also holds the helpers it calls, from other files, so the runtime's
+helpers are kept in a folder of their own, ``runtime-<digest>`` in s2s's cache
+folder, where the digest covers every source file of the runtime: a changed
+runtime never loads an old helper. A file there that cannot be read back (a
+damaged or truncated one) is a warning and a compile, never an error. (Functions
+built from generated source, which Numba cannot cache, use Numba's own
+decorators.)
+
+    >>> import numba, numpy as np, s2s_runtime as rt
+    >>> float(numba.njit(lambda g, x: rt.unbroadcast(g, x))(np.ones((2, 3)), 0.0))
+    6.0
+"""
+
+import functools
+import hashlib
+import os
+import warnings
+from pathlib import Path
+
+from numba.core import caching
+from numba.core.extending import overload as _numba_overload
+from numba.core.extending import register_jitable as _numba_register_jitable
+
+__all__ = ["cache_root", "overload", "register_jitable", "RuntimeLocator"]
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def cache_root() -> str:
+    """s2s's cache folder (``s2s.cache.cache_dir``'s rule: the runtime does not import s2s)."""
+    root = os.environ.get("S2S_CACHE_DIR")
+    if root:
+        return root
+    try:
+        import platformdirs
+        return platformdirs.user_cache_dir("s2s")
+    except ImportError:  # s2s_runtime alone, as an AOT-built module ships it
+        return os.path.join(os.path.expanduser("~"), ".cache", "s2s")
+
+
+@functools.cache
+def runtime_digest() -> str:
+    """A digest of every source file of the runtime."""
+    h = hashlib.sha256()
+    for path in sorted(_PACKAGE.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:20]
+
+
+class RuntimeLocator(caching._CacheLocator):
+    """Numba's cache for functions defined in the runtime's files: one folder per runtime digest."""
+
+    def __init__(self, py_func, py_file):
+        self._lineno = py_func.__code__.co_firstlineno
+        self._path = os.path.join(cache_root(), f"runtime-{runtime_digest()}")
+
+    def get_cache_path(self) -> str:
+        return self._path
+
+    def get_source_stamp(self) -> str:
+        return runtime_digest()
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if Path(py_file).resolve().parent != _PACKAGE:
+            return None
+        locator = cls(py_func, py_file)
+        try:
+            locator.ensure_cache_path()
+        except OSError:  # no writable cache folder: compile in every process, as before
+            return None
+        return locator
+
+
+def overload(func, **kwargs):
+    """Numba's ``overload``, the implementations it returns cached on disk."""
+    return _numba_overload(func, jit_options={"cache": True, **kwargs.pop("jit_options", {})}, **kwargs)
+
+
+def register_jitable(*args, **kwargs):
+    """Numba's ``register_jitable``, cached on disk (``@register_jitable`` or ``@register_jitable(...)``)."""
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return _numba_register_jitable(cache=True)(args[0])
+    return _numba_register_jitable(*args, **{"cache": True, **kwargs})
+
+
+_numba_load_overload = caching.Cache.load_overload
+_warned: set[str] = set()
+
+
+def _load_overload(cache, sig, target_context):
+    """Numba's load of a cached function; for the runtime's, a damaged file is a miss (then overwritten)."""
+    if not isinstance(getattr(cache._impl, "locator", None), RuntimeLocator):
+        return _numba_load_overload(cache, sig, target_context)
+    try:
+        return _numba_load_overload(cache, sig, target_context)
+    except Exception as exc:  # noqa: BLE001 (unpickling random bytes raises anything)
+        if cache._cache_path not in _warned:
+            _warned.add(cache._cache_path)
+            warnings.warn(f"s2s: compiled runtime helpers in {cache._cache_path} cannot be read "
+                          f"({type(exc).__name__}); compiling them again", RuntimeWarning, stacklevel=2)
+        return None
+
+
+if RuntimeLocator not in caching.CacheImpl._locator_classes:
+    caching.CacheImpl._locator_classes.insert(0, RuntimeLocator)
+    caching.Cache.load_overload = _load_overload

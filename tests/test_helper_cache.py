@@ -1,0 +1,99 @@
+"""Runtime helpers are compiled once per signature and loaded from disk by later processes
+(runtime/helper_cache.py); a damaged file there is a warning and a compile, and a changed runtime
+never loads an old helper."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import COUNT_COMPILES
+
+import s2s_runtime
+from s2s_runtime import helper_cache
+
+# each run differentiates a new function (its generated module is not cached): only helpers can be reused
+SCRIPT = COUNT_COMPILES + textwrap.dedent('''
+    import warnings
+    import s2s
+
+    power = float(sys.argv[1])
+    source = f"import numpy as np\\ndef f(x):\\n    return np.sum(x ** {power} * x[::-1]) + np.sum(x) ** 2\\n"
+    path = sys.argv[2] + f"/f{int(power)}.py"
+    open(path, "w").write(source)
+    spec = __import__("importlib.util").util.spec_from_file_location(f"f{int(power)}", path)
+    module = __import__("importlib.util").util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    event.register("numba:compile", Listener())
+    x = np.linspace(0.1, 1.0, 7)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        grad = s2s.grad(module.f)(x)
+    expected = power * x ** (power - 1) * x[::-1] + (x ** power)[::-1] + 2 * np.sum(x)
+    print(json.dumps({"compiled": compiled, "error": float(np.max(np.abs(grad - expected))),
+                      "warnings": [str(w.message) for w in caught]}))
+''')
+
+
+def run(tmp_path, cache, power):
+    script = tmp_path / "helpers.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, S2S_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    done = subprocess.run([sys.executable, str(script), str(power), str(tmp_path)], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["error"] < 1e-9
+    return result
+
+
+def helpers(result):
+    """The runtime's own helpers among the compiled functions (the generated one and Numba's are not)."""
+    return [n for n in result["compiled"] if n.startswith(("_unreduce_nb", "_unbroadcast_nb", "_unbroadcast_into"))]
+
+
+def test_a_later_process_loads_helpers_and_survives_damaged_ones(tmp_path):
+    cache = tmp_path / "cache"  # not "s2s": a folder of that name beside the script would shadow the package
+    first = run(tmp_path, cache, 3)
+    assert helpers(first), first["compiled"]
+    second = run(tmp_path, cache, 4)  # another function: its module is new, its helpers are on disk
+    assert not helpers(second), second["compiled"]
+    assert len(second["compiled"]) < len(first["compiled"])
+    folder, = cache.glob("runtime-*")
+    for data in folder.glob("*.nbc"):
+        data.write_bytes(os.urandom(64))
+    third = run(tmp_path, cache, 5)  # right, with a warning, compiling the helpers again
+    assert helpers(third), third["compiled"]
+    assert any("cannot be read" in w for w in third["warnings"]), third["warnings"]
+    assert not helpers(run(tmp_path, cache, 6))  # and written back whole
+
+
+def test_the_folder_changes_with_any_runtime_file(tmp_path, monkeypatch):
+    package = Path(s2s_runtime.__file__).parent
+    copy = tmp_path / "runtime"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(helper_cache, "_PACKAGE", copy)
+    helper_cache.runtime_digest.cache_clear()
+    try:
+        before = helper_cache.runtime_digest()
+        (copy / "shapes.py").write_text((copy / "shapes.py").read_text() + "\n# changed\n")
+        helper_cache.runtime_digest.cache_clear()
+        assert helper_cache.runtime_digest() != before
+    finally:
+        helper_cache.runtime_digest.cache_clear()
+
+
+@pytest.mark.parametrize("where", ["runtime", "elsewhere"])
+def test_the_locator_takes_only_the_runtimes_files(where, tmp_path, monkeypatch):
+    monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path))
+    fn = s2s_runtime.reserve if where == "runtime" else json.dumps
+    locator = helper_cache.RuntimeLocator.from_function(fn, fn.__code__.co_filename)
+    if where == "runtime":
+        assert locator.get_cache_path() == str(tmp_path / f"runtime-{helper_cache.runtime_digest()}")
+    else:
+        assert locator is None
