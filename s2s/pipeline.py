@@ -5,7 +5,7 @@ holding what it may ask for, and returns the function. A driver runs a
 stage with :func:`run`; ``S2S_VERBOSE=1`` (or ``s2s show --stages``) prints
 the source after every pass of every stage::
 
-    front       fence → positional parameters                  (s2s.program, per user function)
+    front       fence → positional parameters → None parameters (s2s.program, per user function)
     normalise   lift nested functions → flatten containers → dict records → resolve → control flow
                 → comprehensions → sequences → A-normal form → split tuples
     then s2s.build types the program (Numba) and differentiates it
@@ -39,6 +39,7 @@ from .passes import (
     flatten,
     fuse,
     lift,
+    none_params,
     params,
     records,
     resolve,
@@ -59,7 +60,8 @@ class Context:
     Every pass: ``namer`` (fresh names; the normalising driver sets it after
     the front stage). Normalising: ``src`` (the user's source), ``program``
     (the program being filled), ``key`` (the function's key in it),
-    ``structures`` (the containers the parameters receive). Generating:
+    ``structures`` (the containers the parameters receive), ``entry`` (the
+    function is the one called with the caller's values). Generating:
     ``pure`` (functions whose unused calls may go), ``scalars`` (float scalar
     variables), ``types`` (variable → Numba type, for fusion; None: no
     fusion) and ``return_type``, ``scalar_tapes`` (for the tapes pass),
@@ -71,6 +73,7 @@ class Context:
     program: object = None
     key: object = None
     structures: dict = field(default_factory=dict)
+    entry: bool = False
     pure: set = field(default_factory=set)
     scalars: set = field(default_factory=set)
     types: dict | None = None
@@ -116,6 +119,10 @@ def _positional(fn, ctx):
     return fn
 
 
+def _none_params(fn, ctx):
+    return none_params.decide(fn, ctx.structures, ctx.entry, ctx.src.unsupported)
+
+
 def _lift(fn, ctx):
     ctx.program.lift_nested(fn, ctx.src, ctx.key)
     return fn
@@ -128,7 +135,7 @@ def _flatten(fn, ctx):
     return fn
 
 
-FRONT = [Pass("fence", _fence), Pass("positional parameters", _positional)]
+FRONT = [Pass("fence", _fence), Pass("positional parameters", _positional), Pass("None parameters", _none_params)]
 NORMALISE = [
     Pass("lift nested functions", _lift),
     Pass("flatten containers", _flatten),

@@ -52,6 +52,7 @@ class Program(ir.Program):
             fn = wrap_call(fn)  # so that the custom rule applies to the call
         self.function_name(fn, structures)
         key = (fn, tuple(sorted((structures or {}).items(), key=lambda kv: kv[0])))
+        self._entry_key = key  # the function called with the caller's values (its None arguments are known)
         while self._pending:
             pending, src = self._pending.pop(0)
             self._normalise(pending, src, self._names[pending])
@@ -62,7 +63,8 @@ class Program(ir.Program):
         node = copy.deepcopy(src.node)
         node.name = module_name
         structures = dict(key[1]) if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], tuple) else {}
-        ctx = pipeline.Context(None, src=src, program=self, key=key, structures=structures)
+        ctx = pipeline.Context(None, src=src, program=self, key=key, structures=structures,
+                               entry=key == getattr(self, "_entry_key", None))
         node = pipeline.run("front", node, ctx)
         ctx.namer = Namer(lift.local_names(node) | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)})
         node = pipeline.run("normalise", node, ctx)

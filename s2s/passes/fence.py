@@ -5,8 +5,8 @@ construct and showing the user's line. Supported: assignments (also to
 subscripts and tuples), augmented assignments, ``if``/``elif``/``else``,
 ``for`` (over ``range``, arrays, ``enumerate``, ``zip``), ``while``,
 ``break``, ``continue``, ``return`` anywhere, nested ``def``, ``assert``,
-``raise``, ``pass``; expressions of arithmetic, comparisons, ``and``/``or``/
-``not``, conditional expressions, calls, indexing, slicing, tuples, lists,
+``raise``, ``pass``; expressions of arithmetic, comparisons (``is`` only as
+``parameter is None``), ``and``/``or``/``not``, conditional expressions, calls, indexing, slicing, tuples, lists,
 dict literals (lowered by ``records``), list comprehensions and generator
 expressions (lowered by ``comprehensions``).
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import gast
 
 from ..frontend import Source
+from .none_params import none_test
 
 __all__ = ["check"]
 
@@ -107,6 +108,12 @@ def _check_target(src: Source, s, target) -> None:
             _check_target(src, s, elt)
 
 
+def _params(src: Source) -> set[str]:
+    """The parameter names of the function and of the functions nested in it."""
+    return {a.id for f in gast.walk(src.node) if isinstance(f, gast.FunctionDef)
+            for a in f.args.args + f.args.kwonlyargs}
+
+
 def _check_expr(src: Source, s, expr) -> None:
     for node in gast.walk(expr):
         if isinstance(node, gast.expr) and not isinstance(node, _EXPRESSIONS):
@@ -115,8 +122,9 @@ def _check_expr(src: Source, s, expr) -> None:
             for op in node.ops:
                 if isinstance(op, (gast.In, gast.NotIn)):
                     raise src.unsupported("`in` in a comparison", s)
-                if isinstance(op, (gast.Is, gast.IsNot)):
-                    raise src.unsupported("`is` in a comparison", s, hint="compare values with `==`")
+                if isinstance(op, (gast.Is, gast.IsNot)) and (none_test(node) or ("", 0))[0] not in _params(src):
+                    raise src.unsupported("`is` in a comparison", s,
+                                          hint="compare values with `==`; `is None` tests a parameter only")
         if isinstance(node, gast.Call):
             for kw in node.keywords:
                 if kw.arg is None:

@@ -153,13 +153,17 @@ def flatten_literal_args(call: gast.Call, structures: dict | None) -> dict:
     """Pass the tuple (and dict) literals among ``call``'s arguments as their leaves; return the structures it receives.
 
     ``f((x, y), z)`` becomes ``f(x, y, z)`` calling the copy of ``f`` whose
-    first parameter is flattened (``structures`` already known are kept).
+    first parameter is flattened (``structures`` already known are kept); a
+    ``None`` argument is an empty tree (no leaves).
     """
     structures = dict(structures or {})
     if structures:  # positions already refer to flattened arguments
         return structures
     args = []
     for k, arg in enumerate(call.args):
+        if isinstance(arg, gast.Constant) and arg.value is None:  # an empty tree: the callee knows it is None
+            structures[k] = tree_flatten(None)[1]
+            continue
         shape = _literal_tree(arg)
         if shape is None:
             args.append(arg)

@@ -199,8 +199,11 @@ class _Resolver(gast.NodeTransformer):
                 self._bind(node, fn)
             else:
                 self._pack_containers(node, func.id)
-            if fn is not None and any(isinstance(a, (gast.Tuple, gast.Dict)) for a in node.args):  # leaves
-                node.func = located(self.callee(fn, node), func)
+            # the copy for these arguments: the name may be another copy's (the first call's, passing a
+            # container or None, took the function's own name)
+            if fn is not None and (is_user_function(fn) or any(isinstance(a, (gast.Tuple, gast.Dict))
+                                                               for a in node.args)):
+                node.func = located(self.callee(fn, node, getattr(node, "s2s_structures", None)), func)
             return node
         if isinstance(func, gast.Call):
             transformed = self._transform_value(func)
