@@ -32,7 +32,7 @@ from numba.core import caching
 from numba.core.extending import overload as _numba_overload
 from numba.core.extending import register_jitable as _numba_register_jitable
 
-__all__ = ["cache_root", "overload", "register_jitable", "RuntimeLocator"]
+__all__ = ["cache_root", "overload", "register_jitable", "RuntimeLocator", "INSTALLED"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -58,7 +58,14 @@ def runtime_digest() -> str:
     return h.hexdigest()[:20]
 
 
-class RuntimeLocator(caching._CacheLocator):
+# Numba's cache internals (``CacheImpl`` was ``_CacheImpl`` before 0.60); without them helpers are not cached
+_LOCATOR_BASE = getattr(caching, "_CacheLocator", None)
+_CACHE_IMPL = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+INSTALLED = _LOCATOR_BASE is not None and isinstance(getattr(_CACHE_IMPL, "_locator_classes", None), list) \
+    and hasattr(caching.Cache, "load_overload")
+
+
+class RuntimeLocator(_LOCATOR_BASE or object):
     """Numba's cache for functions defined in the runtime's files: one folder per runtime digest."""
 
     def __init__(self, py_func, py_file):
@@ -88,14 +95,14 @@ class RuntimeLocator(caching._CacheLocator):
 
 def overload(func, **kwargs):
     """Numba's ``overload``, the implementations it returns cached on disk."""
-    return _numba_overload(func, jit_options={"cache": True, **kwargs.pop("jit_options", {})}, **kwargs)
+    return _numba_overload(func, jit_options={"cache": INSTALLED, **kwargs.pop("jit_options", {})}, **kwargs)
 
 
 def register_jitable(*args, **kwargs):
     """Numba's ``register_jitable``, cached on disk (``@register_jitable`` or ``@register_jitable(...)``)."""
     if len(args) == 1 and callable(args[0]) and not kwargs:
-        return _numba_register_jitable(cache=True)(args[0])
-    return _numba_register_jitable(*args, **{"cache": True, **kwargs})
+        return _numba_register_jitable(cache=INSTALLED)(args[0])
+    return _numba_register_jitable(*args, **{"cache": INSTALLED, **kwargs})
 
 
 _numba_load_overload = caching.Cache.load_overload
@@ -116,6 +123,6 @@ def _load_overload(cache, sig, target_context):
         return None
 
 
-if RuntimeLocator not in caching.CacheImpl._locator_classes:
-    caching.CacheImpl._locator_classes.insert(0, RuntimeLocator)
+if INSTALLED and RuntimeLocator not in _CACHE_IMPL._locator_classes:
+    _CACHE_IMPL._locator_classes.insert(0, RuntimeLocator)
     caching.Cache.load_overload = _load_overload
