@@ -44,7 +44,7 @@ def decide(fn: gast.FunctionDef, structures: dict, entry: bool, unsupported=None
     """Fold the decided ``is None`` tests of ``fn``'s parameters (``structures``: position → TreeDef).
 
     ``unsupported(what, node)`` makes the error for a parameter given None that
-    is tested after a loop assigns it.
+    is tested after a loop or a branch may have assigned it.
     """
     params = [a.id for a in fn.args.args]
     known = {params[k]: t.kind == "none" for k, t in structures.items() if k < len(params)}
@@ -60,7 +60,7 @@ def decide(fn: gast.FunctionDef, structures: dict, entry: bool, unsupported=None
             left = next((n for n in gast.walk(fn) if (none_test(n) or ("",))[0] == arg.id), None)
             if left is not None and unsupported is not None:
                 raise unsupported(f"`{arg.id} is None` where `{arg.id}`, given None, may have been assigned "
-                                  "(in a loop)", left)
+                                  "before it (in a loop or a branch)", left)
             renamed = f"{arg.id}_none"
             while renamed in taken:
                 renamed += "_"
