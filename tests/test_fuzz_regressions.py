@@ -538,3 +538,32 @@ def test_stack_of_float_sums_started_at_integer_zero_compiles():
     grad = s2s.grad(float_sums_stacked_over_a_gather)(x.copy())
     expected = np.array([2 * x[0] * 8.0 * (x[1] + x[3]), 8.0 * x[0] ** 2, 0.0, 8.0 * x[0] ** 2])
     np.testing.assert_allclose(grad, expected, rtol=1e-12)
+
+
+def generator_with_a_tuple_target_in_an_if_test(x, s):
+    t = 0.0
+    if sum(e0 * e1 for e0, e1 in zip(x, x[::-1])) < s:
+        t = s * x[0]
+    return t + s
+
+
+def generator_in_a_while_test(x, s):
+    k = 0
+    while sum(e * s for e in x[k:]) > 1.0:
+        k += 1
+    return s * x[k]
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_generator_variables_in_an_if_or_while_test(target):
+    """Found by a fuzz campaign (seed 6, default families, python target): the variables of a generator
+    in an `if` or `while` test were not known as the function's own ("the name `e0` is not defined")."""
+    x = np.array([0.5, -0.9, 0.3])
+    dx, ds = s2s.grad(generator_with_a_tuple_target_in_an_if_test, argnums=(0, 1), target=target)(x, 1.25)
+    np.testing.assert_allclose(dx, [1.25, 0.0, 0.0])
+    assert ds == pytest.approx(1.0 + x[0])
+    # sum(x[0:]) * s = 0.7 * 1.5 > 1, sum(x[1:]) * s = -1.3 * 1.5 is not: the loop stops at k = 1
+    x = np.array([2.0, 1.0, -2.5, 0.2])
+    dx, ds = s2s.grad(generator_in_a_while_test, argnums=(0, 1), target=target)(x, 1.5)
+    np.testing.assert_allclose(dx, [0.0, 1.5, 0.0, 0.0])
+    assert ds == pytest.approx(x[1])

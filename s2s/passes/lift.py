@@ -46,7 +46,9 @@ def _written(s) -> set[str]:
         return {s.name}
     names = names_written(s) if not isinstance(s, (gast.If, gast.For, gast.While)) else set()
     if isinstance(s, gast.For):
-        names |= names_written(s.target)
+        names |= names_written(s.target) | names_written(s.iter)
+    if isinstance(s, (gast.If, gast.While)):  # a comprehension's variables in the test
+        names |= names_written(s.test)
     for field in ("body", "orelse"):
         for child in getattr(s, field, []) or []:
             names |= _written(child)
