@@ -13,9 +13,11 @@ code also holds the helpers it calls, from other files, so the runtime's
 helpers are kept in a folder of their own, ``runtime-<digest>`` in s2s's cache
 folder, where the digest covers every source file of the runtime: a changed
 runtime never loads an old helper. A file there that cannot be read back (a
-damaged or truncated one) is a warning and a compile, never an error. (Functions
-built from generated source, which Numba cannot cache, use Numba's own
-decorators.)
+damaged or truncated one) is a warning and a compile, never an error. Saves
+take a file lock: Numba names a new data file from the index it has read, so
+two processes saving at once could otherwise give two signatures one file
+(a load also checks the signature it gets). (Functions built from generated
+source, which Numba cannot cache, use Numba's own decorators.)
 
     >>> import numba, numpy as np, s2s_runtime as rt
     >>> float(numba.njit(lambda g, x: rt.unbroadcast(g, x))(np.ones((2, 3)), 0.0))
@@ -61,8 +63,12 @@ def runtime_digest() -> str:
 # Numba's cache internals (``CacheImpl`` was ``_CacheImpl`` before 0.60); without them helpers are not cached
 _LOCATOR_BASE = getattr(caching, "_CacheLocator", None)
 _CACHE_IMPL = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+try:
+    import filelock
+except ImportError:  # s2s_runtime alone: no lock for concurrent saves, so no cache
+    filelock = None
 INSTALLED = _LOCATOR_BASE is not None and isinstance(getattr(_CACHE_IMPL, "_locator_classes", None), list) \
-    and hasattr(caching.Cache, "load_overload")
+    and hasattr(caching.Cache, "load_overload") and filelock is not None
 
 
 class RuntimeLocator(_LOCATOR_BASE or object):
@@ -106,23 +112,42 @@ def register_jitable(*args, **kwargs):
 
 
 _numba_load_overload = caching.Cache.load_overload
+_numba_save_overload = caching.Cache.save_overload
 _warned: set[str] = set()
 
 
+def _ours(cache) -> bool:
+    return isinstance(getattr(cache._impl, "locator", None), RuntimeLocator)
+
+
 def _load_overload(cache, sig, target_context):
-    """Numba's load of a cached function; for the runtime's, a damaged file is a miss (then overwritten)."""
-    if not isinstance(getattr(cache._impl, "locator", None), RuntimeLocator):
+    """Numba's load of a cached function; for the runtime's, a damaged file or one holding another
+    signature is a miss (then overwritten)."""
+    if not _ours(cache):
         return _numba_load_overload(cache, sig, target_context)
     try:
-        return _numba_load_overload(cache, sig, target_context)
+        compiled = _numba_load_overload(cache, sig, target_context)
     except Exception as exc:  # noqa: BLE001 (unpickling random bytes raises anything)
         if cache._cache_path not in _warned:
             _warned.add(cache._cache_path)
             warnings.warn(f"s2s: compiled runtime helpers in {cache._cache_path} cannot be read "
                           f"({type(exc).__name__}); compiling them again", RuntimeWarning, stacklevel=2)
         return None
+    if compiled is not None and tuple(compiled.signature.args) != tuple(getattr(sig, "args", sig)):
+        return None
+    return compiled
+
+
+def _save_overload(cache, sig, data):
+    """Numba's save, for the runtime's functions under a file lock: Numba picks the data file's name
+    from the index it read, so two processes saving at once could give two signatures one file."""
+    if not _ours(cache):
+        return _numba_save_overload(cache, sig, data)
+    with filelock.FileLock(os.path.join(cache._cache_path, ".lock")):
+        return _numba_save_overload(cache, sig, data)
 
 
 if INSTALLED and RuntimeLocator not in _CACHE_IMPL._locator_classes:
     _CACHE_IMPL._locator_classes.insert(0, RuntimeLocator)
     caching.Cache.load_overload = _load_overload
+    caching.Cache.save_overload = _save_overload

@@ -30,7 +30,7 @@ SCRIPT = COUNT_COMPILES + textwrap.dedent('''
     spec.loader.exec_module(module)
 
     event.register("numba:compile", Listener())
-    x = np.linspace(0.1, 1.0, 7)
+    x = np.linspace(0.1, 1.0, 8).reshape((2, 4) if len(sys.argv) > 3 else (8,))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         grad = s2s.grad(module.f)(x)
@@ -40,16 +40,24 @@ SCRIPT = COUNT_COMPILES + textwrap.dedent('''
 ''')
 
 
-def run(tmp_path, cache, power):
+def start(tmp_path, cache, power, *more):
     script = tmp_path / "helpers.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, S2S_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    done = subprocess.run([sys.executable, str(script), str(power), str(tmp_path)], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return subprocess.Popen([sys.executable, str(script), str(power), str(tmp_path), *more], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def result_of(process):
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    result = json.loads(out.strip().splitlines()[-1])
     assert result["error"] < 1e-9
     return result
+
+
+def run(tmp_path, cache, power, *more):
+    return result_of(start(tmp_path, cache, power, *more))
 
 
 def helpers(result):
@@ -72,6 +80,15 @@ def test_a_later_process_loads_helpers_and_survives_damaged_ones(tmp_path):
     assert helpers(third), third["compiled"]
     assert any("cannot be read" in w for w in third["warnings"]), third["warnings"]
     assert not helpers(run(tmp_path, cache, 6))  # and written back whole
+
+
+def test_two_processes_saving_helpers_at_once(tmp_path):
+    """Each saves the helpers for its own argument types into one folder (under the lock); a third process
+    loads both sets and gets both gradients right."""
+    cache = tmp_path / "cache"
+    one, two = start(tmp_path, cache, 3), start(tmp_path, cache, 4, "2d")
+    assert helpers(result_of(one)) and helpers(result_of(two))
+    assert not helpers(run(tmp_path, cache, 5)) and not helpers(run(tmp_path, cache, 6, "2d"))
 
 
 def test_the_folder_changes_with_any_runtime_file(tmp_path, monkeypatch):
