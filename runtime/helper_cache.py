@@ -16,7 +16,8 @@ runtime never loads an old helper. A file there that cannot be read back (a
 damaged or truncated one) is a warning and a compile, never an error. Saves
 take a file lock: Numba names a new data file from the index it has read, so
 two processes saving at once could otherwise give two signatures one file
-(a load also checks the signature it gets). (Functions built from generated
+(a load also checks the signature it gets). Where s2s's cache folder cannot be
+written, helpers are kept for the process only. (Functions built from generated
 source, which Numba cannot cache, use Numba's own decorators.)
 
     >>> import numba, numpy as np, s2s_runtime as rt
@@ -24,9 +25,12 @@ source, which Numba cannot cache, use Numba's own decorators.)
     6.0
 """
 
+import atexit
 import functools
 import hashlib
 import os
+import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -94,9 +98,17 @@ class RuntimeLocator(_LOCATOR_BASE or object):
         locator = cls(py_func, py_file)
         try:
             locator.ensure_cache_path()
-        except OSError:  # no writable cache folder: compile in every process, as before
-            return None
+        except OSError:  # no writable cache folder: a folder of this process's own (not Numba's locators)
+            locator._path = _process_folder()
         return locator
+
+
+@functools.cache
+def _process_folder() -> str:
+    """A temporary folder for this process, removed at exit: helpers compiled here are not kept."""
+    folder = tempfile.mkdtemp(prefix="s2s-runtime-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def overload(func, **kwargs):

@@ -115,3 +115,14 @@ def test_the_locator_takes_only_the_runtimes_files(where, tmp_path, monkeypatch)
         assert locator.get_cache_path() == str(tmp_path / f"runtime-{helper_cache.runtime_digest()}")
     else:
         assert locator is None
+
+
+def test_an_unwritable_cache_folder_keeps_helpers_for_the_process_only(tmp_path, monkeypatch):
+    """Not Numba's own locators (a per-file stamp, no lock): a temporary folder of this process."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("S2S_CACHE_DIR", str(blocker / "cache"))
+    fn = s2s_runtime.reserve
+    locator = helper_cache.RuntimeLocator.from_function(fn, fn.__code__.co_filename)
+    assert Path(locator.get_cache_path()).name.startswith("s2s-runtime-")
+    assert Path(locator.get_cache_path()).is_dir()
