@@ -103,20 +103,19 @@ class _Decide(gast.NodeTransformer):
             self.rebound |= _stored(s)
         return out
 
-    def visit_If(self, node):
-        node.test = self.visit(node.test)
+    def compound(self, node, header: str):
+        """An ``if``, ``for`` or ``while``: its ``header`` expression visited, its bodies folded."""
+        setattr(node, header, self.visit(getattr(node, header)))
         node.body, node.orelse = self.statements(node.body), self.statements(node.orelse)
         return node
+
+    def visit_If(self, node):
+        return self.compound(node, "test")
+
+    visit_While = visit_If
 
     def visit_For(self, node):
-        node.iter = self.visit(node.iter)
-        node.body, node.orelse = self.statements(node.body), self.statements(node.orelse)
-        return node
-
-    def visit_While(self, node):
-        node.test = self.visit(node.test)
-        node.body, node.orelse = self.statements(node.body), self.statements(node.orelse)
-        return node
+        return self.compound(node, "iter")
 
     def visit_IfExp(self, node):
         value = self.decided(node.test)
