@@ -30,6 +30,7 @@ In order, repeated until nothing changes:
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import operator
 import re
@@ -92,7 +93,9 @@ def _is_one(node) -> bool:
     return isinstance(node, gast.Constant) and type(node.value) is float and node.value == 1.0
 
 
-_PURE_FUNCTIONS: set[str] = set()
+# the generated functions known to write into no array, for the simplify call running in this thread
+_PURE_FUNCTIONS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("pure_functions",
+                                                                                default=frozenset())
 
 
 def _pure(expr) -> bool:
@@ -105,7 +108,7 @@ def _pure(expr) -> bool:
         if isinstance(node, gast.Call):
             name = attr_chain(node.func) or ""
             rule = lookup_spelling(name) if name else None
-            if not (rule.pure if rule is not None else name in _PURE_FUNCTIONS):
+            if not (rule.pure if rule is not None else name in _PURE_FUNCTIONS.get()):
                 return False
         elif not isinstance(node, (gast.expr, gast.expr_context, gast.operator, gast.unaryop, gast.cmpop,
                                    gast.boolop, gast.Slice, gast.keyword)):
@@ -115,14 +118,6 @@ def _pure(expr) -> bool:
 
 def _loads(node) -> list[str]:
     return [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
-
-
-def _count_loads(body) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for s in body:
-        for n in _loads(s):
-            counts[n] = counts.get(n, 0) + 1
-    return counts
 
 
 def _writes(s) -> set[str]:
@@ -191,15 +186,20 @@ def _inline(block, counts) -> bool:
     return changed
 
 
-def _count_defs(body) -> dict[str, int]:
-    counts: dict[str, int] = {}
+def _count_defs_and_loads(body) -> tuple[dict[str, int], dict[str, int]]:
+    """How many times each name is assigned (``v = ...``, ``v += ...``) and read in ``body``."""
+    defs: dict[str, int] = {}
+    loads: dict[str, int] = {}
     for s in body:
         for node in gast.walk(s):
-            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
-                counts[node.id] = counts.get(node.id, 0) + 1
-            if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
-                counts[node.target.id] = counts.get(node.target.id, 0) + 1
-    return counts
+            if isinstance(node, gast.Name):
+                counts = loads if isinstance(node.ctx, gast.Load) else defs if isinstance(node.ctx, gast.Store) \
+                    else None
+                if counts is not None:
+                    counts[node.id] = counts.get(node.id, 0) + 1
+            elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+                defs[node.target.id] = defs.get(node.target.id, 0) + 1
+    return defs, loads
 
 
 def _propagate(block, defs, loads) -> bool:
@@ -394,17 +394,29 @@ def simplify(body: list, pure_functions=(), scalars=frozenset()) -> list:
     ``pure_functions`` names generated functions whose calls have no effect but their value;
     ``scalars`` names variables known to hold float scalars.
     """
-    _PURE_FUNCTIONS.clear()
-    _PURE_FUNCTIONS.update(pure_functions)
+    token = _PURE_FUNCTIONS.set(frozenset(pure_functions))
+    try:
+        return _simplify(body, scalars)
+    finally:
+        _PURE_FUNCTIONS.reset(token)
+
+
+def _simplify(body: list, scalars) -> list:
     body = _tidy(body, scalars)
     changed = True
     while changed:
         changed = False
+        counts = None  # (definitions, loads) of the whole body, computed again after any change
         for block in list(_all_blocks(body)):
-            changed |= _cancel_resets(block)
-            changed |= _propagate(block, _count_defs(body), _count_loads(body))
-            changed |= _inline(block, _count_loads(body))
-        changed |= _dead(body, set(), _count_loads(body))
-        changed |= _dead_everywhere(body, _count_loads(body))
+            if _cancel_resets(block):
+                changed, counts = True, None
+            counts = counts or _count_defs_and_loads(body)
+            if _propagate(block, *counts):
+                changed, counts = True, None
+            counts = counts or _count_defs_and_loads(body)
+            if _inline(block, counts[1]):
+                changed, counts = True, None
+        changed |= _dead(body, set(), _count_defs_and_loads(body)[1])
+        changed |= _dead_everywhere(body, _count_defs_and_loads(body)[1])
         body = _tidy(body, scalars)
     return body
