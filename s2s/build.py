@@ -31,6 +31,7 @@ from .analysis.activity import Activity
 from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
 from .astutil import assign, call, const, name
 from .checkpointing import default_tape_budget
+from .clock import section
 from .codegen import module_source
 from .custom import USER_RULES, custom_jvp, custom_vjp
 from .errors import InputError
@@ -183,7 +184,8 @@ class Builder:
                 f"{k} {v.dtype}{list(v.shape)}" for k, v in program.constants.items()) + " (supplied at load)\n"
         # Numba's cache of recursive functions does not load back reliably (crashes): compile those each time
         cache = cache and not typer.recursive
-        text, line_map = module_source(functions, header, decorator(self.target, indexes, cache))
+        with section("codegen"):
+            text, line_map = module_source(functions, header, decorator(self.target, indexes, cache))
         constants = dict(program.constants)
         for key, transformed in program.transformed.items():
             constants[key] = call_stub(transformed)
@@ -276,9 +278,10 @@ class _Generator:
             namer.taken.add(seed.id)
         transform = ReverseTransform(typed, activity, namer, self.vjp_of_call, seed, tuple_seed,
                                      self.max_tape_bytes, entry and self.automatic_checkpoints)
-        fwd, rev = transform.build()
-        fwd, rev, preamble, scalar_tapes = record.prune(transform, fwd, rev)
-        checkpoint.size_steps(transform, scalar_tapes)
+        with section("reverse transform"):
+            fwd, rev = transform.build()
+            fwd, rev, preamble, scalar_tapes = record.prune(transform, fwd, rev)
+            checkpoint.size_steps(transform, scalar_tapes)
         return transform, activity, namer, fwd, rev, preamble, scalar_tapes
 
     def _entry_copies(self, fn: Function, activity: Activity) -> list:
@@ -605,7 +608,8 @@ class _Generator:
                 offset = gast.BinOp(left=offset, op=gast.Add(), right=copy.deepcopy(size))
             directions = name(count)
         ft = ForwardTransform(typed, activity, namer, lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
-        body, ret = ft.build()
+        with section("forward transform"):
+            body, ret = ft.build()
         value = ret.elts[0] if has_aux else ret
         aux = [copy.deepcopy(ret.elts[1])] if has_aux else []
         if vector:
@@ -663,7 +667,8 @@ class _Generator:
                                             slice=const(0), ctx=gast.Load())
             ft = ForwardTransform(typed_callee, callee_activity, namer,
                                   lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
-            body, ret = ft.build()
+            with section("forward transform"):
+                body, ret = ft.build()
             body = body + [gast.Return(value=gast.Tuple(elts=[copy.deepcopy(ret), ft.output(ret)], ctx=gast.Load()))]
             inputs = params + [namer.tangent(p) for p in active]
             ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed_callee))

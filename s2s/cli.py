@@ -109,17 +109,20 @@ def cmd_show(args) -> int:
 
 
 def timings(builder, types: tuple) -> str:
-    """Where the first call's time goes: s2s's passes, then Numba compiling the generated module.
+    """Where the first call's time goes: each of s2s's passes, Numba's type inference, Numba's compile.
 
-    Each Numba compilation is counted and named (the generated functions and
-    the runtime helpers and NumPy implementations they reach), so a stray
-    one (string formatting, say) shows.
+    Each section counts its own time (a callee's transform built inside
+    another counts once). Each Numba compilation is counted and named (the
+    generated functions and the runtime helpers and NumPy implementations
+    they reach), so a stray one (string formatting, say) shows.
     """
     import time
 
     from numba.core import event
 
+    from .analysis.types import TYPING
     from .backend import load
+    from .clock import Clock, section
 
     compiled = []
 
@@ -130,23 +133,27 @@ def timings(builder, types: tuple) -> str:
         def on_end(self, ev):
             pass
 
+    clock = Clock()
     start = time.perf_counter()
-    program = builder.program()
-    normalised = time.perf_counter()
-    module = builder.module(types, program)
-    generated = time.perf_counter()
-    listener = Count()
-    event.register("numba:compile", listener)
-    try:
-        load(module)[module.entry].compile(types)
-    finally:
-        event.unregister("numba:compile", listener)
-    done = time.perf_counter()
-    rows = [("read and normalise (frontend, normalising passes)", normalised - start),
-            ("types (Numba's inference), transform, simplify, fuse, codegen", generated - normalised),
-            (f"Numba: compile {len(compiled)} functions", done - generated),
-            ("total", done - start)]
-    lines = [f"{label:66} {seconds * 1e3:9.1f} ms" for label, seconds in rows]
+    with clock.running():
+        with section("other (the driver, generating the entry)"):
+            module = builder.module(types, builder.program())
+        listener = Count()
+        event.register("numba:compile", listener)
+        try:
+            with section("numba"):
+                load(module)[module.entry].compile(types)
+        finally:
+            event.unregister("numba:compile", listener)
+    total = time.perf_counter() - start
+    seconds = dict(clock.seconds)
+    numba_typing, numba_compile = seconds.pop(TYPING, 0.0), seconds.pop("numba")
+    other = seconds.pop("other (the driver, generating the entry)")
+    rows = [("s2s's own passes", sum(seconds.values()) + other)]
+    rows += [(f"  {label}", t) for label, t in seconds.items()]
+    rows += [("  other (the driver, generating the entry)", other), (TYPING, numba_typing),
+             (f"Numba: compile {len(compiled)} functions", numba_compile), ("total", total)]
+    lines = [f"{label:66} {t * 1e3:9.1f} ms" for label, t in rows]
     lines.append("compiled: " + ", ".join(compiled))
     return "\n".join(lines)
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import gast
 
+from .clock import section
 from .errors import S2SError, UnsupportedError
 
 __all__ = ["Source", "parse", "wrap_call", "MISSING"]
@@ -83,10 +84,8 @@ def parse(fn) -> Source:
         return _cache[fn]
     except (KeyError, TypeError):
         pass
-    if isinstance(fn, types.FunctionType):
-        src = _parse_python(fn)
-    else:
-        src = _wrap_ruled(fn)
+    with section("read and parse source"):
+        src = _parse_python(fn) if isinstance(fn, types.FunctionType) else _wrap_ruled(fn)
     try:
         _cache[fn] = src
     except TypeError:

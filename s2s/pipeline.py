@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import gast
 
 from .astutil import assign, call, name, to_source
+from .clock import section
 from .naming import Namer
 from .passes import (
     anf,
@@ -94,7 +95,8 @@ def run(stage: str, fn: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Run every pass of ``stage`` on ``fn`` in order (printing the source after each under ``S2S_VERBOSE``)."""
     verbose = os.environ.get("S2S_VERBOSE")
     for step in STAGES[stage]:
-        fn = step.run(fn, ctx)
+        with section(f"{stage}: {step.name}"):
+            fn = step.run(fn, ctx)
         if verbose:
             print(f"# --- {fn.name}: {stage} / {step.name}\n{to_source(fn)}\n")
     return fn

@@ -3,11 +3,12 @@
 ``tests/test_fuzz.py`` under pytest stops at the first failure and shrinks it,
 and prints nothing until it ends. A campaign of thousands of programs wants
 the opposite: this script draws programs from the same strategy
-(``test_fuzz.cases``; ``--seed`` names a stream of its own), checks each with ``test_fuzz.run_case``, appends one JSON line
-per program to ``--log`` (its outcome; the source and point of a failure),
-and prints a progress line every ``--every`` programs, so a stopped run still
-says how far it got. Failures are not shrunk: rerun one with pytest and its
-seed, or paste its source into ``tests/test_fuzz_regressions.py``.
+(``test_fuzz.cases``; ``--seed`` names a stream of its own), checks each with
+``test_fuzz.run_case``, appends one JSON line per program to ``--log`` (its
+outcome; the source and point of a failure), and prints a progress line every
+``--every`` programs, so a stopped run still says how far it got. Failures are
+not shrunk: rerun one with pytest and its seed, or paste its source into
+``tests/test_fuzz_regressions.py``.
 
     S2S_FUZZ_FEATURES=all S2S_FUZZ_TARGETS=python \\
         python tests/fuzz_campaign.py --seed 8 --count 500 --log campaign.jsonl

@@ -100,16 +100,22 @@ def test_show_stages_prints_every_pass_before_the_module(cli):
 
 
 def test_show_timings_breaks_the_first_call_down(cli):
+    from s2s import pipeline
+
     done = cli("show", "model.py:f", "--grad", "--signature", "f8[:]", "--timings")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line.split("  ")[0] for line in lines[:4]] == [
-        "read and normalise (frontend, normalising passes)",
-        "types (Numba's inference), transform, simplify, fuse, codegen",
-        re.search(r"^Numba: compile \d+ functions", lines[2]).group(0), "total"]
-    assert all(line.rstrip().endswith(" ms") for line in lines[:4])
-    compiled = lines[4].removeprefix("compiled: ").split(", ")
-    assert "f_grad" in compiled and len(compiled) == int(lines[2].split()[2])
+    rows = {line[:66].strip(): float(line[66:].removesuffix(" ms")) for line in lines[:-1]}
+    assert all(line.endswith(" ms") for line in lines[:-1]) and lines[0].startswith("s2s's own passes")
+    passes = [line[:66].strip() for line in lines[1:] if line.startswith("  ")]
+    for stage in ("front", "normalise", "reverse"):  # every pass of the stages a gradient runs, by name
+        assert {f"{stage}: {step.name}" for step in pipeline.STAGES[stage]} <= set(passes), stage
+    assert "read and parse source" in passes and "reverse transform" in passes
+    assert abs(rows["s2s's own passes"] - sum(rows[p] for p in passes)) < 0.1 * len(passes)
+    numba_line = next(line for line in lines if line.startswith("Numba: compile"))
+    assert rows["total"] >= rows["s2s's own passes"] + rows["types (Numba's type inference)"]
+    compiled = lines[-1].removeprefix("compiled: ").split(", ")
+    assert "f_grad" in compiled and len(compiled) == int(numba_line.split()[2])
 
 
 def test_show_other_transforms_and_argnums(cli):

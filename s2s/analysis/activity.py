@@ -35,6 +35,7 @@ import gast
 from numba.core import types
 
 from ..astutil import attr_chain, to_source
+from ..clock import section
 from ..errors import NoRuleError
 from ..naming import is_temp
 from ..rules import impl_rule, lookup, resolve_spelling
@@ -85,6 +86,7 @@ def _atoms(node) -> list[str]:
 class Activity:
     """Varied, useful and active variables of one typed function."""
 
+    @section("activity analysis")
     def __init__(self, typed: Typed, active_params: set[str], module_functions: set[str] = frozenset(),
                  outputs: list[str] | None = None, mode: str = "reverse"):
         self.typed = typed

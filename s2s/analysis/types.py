@@ -32,6 +32,7 @@ from numba.core.extending import overload
 from numba.core.registry import cpu_target
 
 from ..astutil import names_written, walk_stmts
+from ..clock import section
 from ..codegen import module_source
 from ..errors import CompileError, summarize
 from ..ir import Function, Program
@@ -111,6 +112,9 @@ def atom_type(typed: Typed, node) -> types.Type:
     raise TypeError(f"not an atom: {node!r}")
 
 
+TYPING = "types (Numba's type inference)"
+
+
 class Typer:
     """Types the functions of one program, compiling their primal module once."""
 
@@ -122,6 +126,7 @@ class Typer:
         self._known: set[str] = set()
         self.add(list(program.functions.values()))
 
+    @section(TYPING)
     def add(self, functions: list) -> None:
         """Compile more of the program's functions into the primal module (functions already there stay)."""
         functions = [f for f in functions if f.name not in self._known]
@@ -139,6 +144,7 @@ class Typer:
             self._known.add(f.name)
         self.recursive = recursive_functions(list(self.program.functions.values()))
 
+    @section(TYPING)
     def type(self, fn: Function, arg_types: tuple) -> Typed:
         """Types of ``fn``'s variables when called with ``arg_types``."""
         arg_types = tuple(types.unliteral(t) for t in arg_types)

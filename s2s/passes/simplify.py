@@ -37,7 +37,7 @@ import re
 
 import gast
 
-from ..astutil import attr_chain, const, names_read, names_written
+from ..astutil import attr_chain, const, names_read
 from ..rules import lookup_spelling
 
 __all__ = ["simplify"]
@@ -104,7 +104,7 @@ def _pure(expr) -> bool:
     A call is pure when its rule says so (``rt.assign_into`` writes into its argument) or it calls a
     generated function known to write into no array; a call of anything else is kept.
     """
-    for node in gast.walk(expr):
+    for node in _walk(expr):
         if isinstance(node, gast.Call):
             name = attr_chain(node.func) or ""
             rule = lookup_spelling(name) if name else None
@@ -116,21 +116,117 @@ def _pure(expr) -> bool:
     return True
 
 
+def _walk(node):
+    """Every node under ``node`` (``gast.walk`` without its per-field generators: this pass walks a lot)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if isinstance(v, list):
+                todo.extend(e for e in v if isinstance(e, gast.AST))
+            elif isinstance(v, gast.AST):
+                todo.append(v)
+
+
 def _loads(node) -> list[str]:
-    return [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
+    return [n.id for n in _walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
 
 
-def _writes(s) -> set[str]:
-    """Names a statement may change, subscript and method writes included."""
-    out = set(names_written(s))
-    for node in gast.walk(s):
-        if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store):
-            out |= set(_loads(node.value))
-        if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
-            out.add(node.target.id)
-        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute):
-            out |= set(_loads(node.func.value))
-    return out
+class _Facts:
+    """What each statement reads, assigns and may change, kept until a rewrite makes it stale.
+
+    A rewrite in a block calls ``changed(s)`` for each statement it rewrote:
+    that statement's facts go, and those of the statements enclosing the
+    block (``enclosing``, set by the driver), whose facts include it.
+    """
+
+    def __init__(self):
+        self._memo: dict = {}
+        self._counts: dict = {}  # id(body) -> the counts of the whole body since the last rewrite
+        self.enclosing: tuple = ()
+
+    def _of(self, s):
+        found = self._memo.get(id(s))
+        if found is None:
+            if isinstance(s, (gast.If, gast.For, gast.While)):  # its header, then its statements' facts
+                header = [s.test] if not isinstance(s, gast.For) else [s.target, s.iter]
+                found = (s, *_scan(header, [self._of(inner)[1:] for inner in s.body + s.orelse]))
+            else:
+                found = (s, *_scan([s]))
+            self._memo[id(s)] = found
+        return found
+
+    def reads(self, s) -> dict[str, int]:
+        """How many times ``s`` reads each name."""
+        return self._of(s)[1]
+
+    def assigns(self, s) -> dict[str, int]:
+        """How many times ``s`` assigns each name (``v = e``, ``for v in``; ``v += e`` counts twice)."""
+        return self._of(s)[2]
+
+    def writes(self, s) -> set[str]:
+        """Names ``s`` may change, subscript and method writes included."""
+        return self._of(s)[3]
+
+    def may_write_memory(self, s) -> bool:
+        """Whether ``s`` may change an array element: it writes one, or calls a function that is not pure."""
+        return self._of(s)[4]
+
+    def reads_in(self, block, name_: str) -> int:
+        return sum(self.reads(s).get(name_, 0) for s in block)
+
+    def counts(self, body) -> tuple[dict[str, int], dict[str, int]]:
+        """How many times each name is assigned and read in ``body``."""
+        if id(body) not in self._counts:
+            assigned: dict[str, int] = {}
+            loads: dict[str, int] = {}
+            for s in body:
+                for counts, of_s in ((assigned, self.assigns(s)), (loads, self.reads(s))):
+                    for n, k in of_s.items():
+                        counts[n] = counts.get(n, 0) + k
+            self._counts[id(body)] = (body, assigned, loads)
+        return self._counts[id(body)][1:]
+
+    def changed(self, s=None) -> None:
+        """``s`` (a statement of the block being rewritten, or None for a deleted one) was rewritten."""
+        for stale in (s, *self.enclosing):
+            self._memo.pop(id(stale), None)
+        self._counts.clear()
+
+
+def _scan(nodes: list, known: list = ()) -> tuple[dict[str, int], dict[str, int], set[str], bool]:
+    """The facts of ``_Facts`` for ``nodes`` and statements whose facts are ``known``, in one walk."""
+    reads: dict[str, int] = {}
+    assigns: dict[str, int] = {}
+    writes: set[str] = set()
+    memory = False
+    for inner_reads, inner_assigns, inner_writes, inner_memory in known:
+        for n, k in inner_reads.items():
+            reads[n] = reads.get(n, 0) + k
+        for n, k in inner_assigns.items():
+            assigns[n] = assigns.get(n, 0) + k
+        writes |= inner_writes
+        memory = memory or inner_memory
+    for node in (n for top in nodes for n in _walk(top)):
+        if isinstance(node, gast.Name):
+            if isinstance(node.ctx, gast.Load):
+                reads[node.id] = reads.get(node.id, 0) + 1
+            elif isinstance(node.ctx, gast.Store):
+                assigns[node.id] = assigns.get(node.id, 0) + 1
+                writes.add(node.id)
+        elif isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store):
+            writes.update(_loads(node.value))
+            memory = True
+        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+            assigns[node.target.id] = assigns.get(node.target.id, 0) + 1
+            writes.add(node.target.id)
+        elif isinstance(node, gast.Call):
+            if isinstance(node.func, gast.Attribute):
+                writes.update(_loads(node.func.value))
+            memory = memory or not _pure(node)
+    return reads, assigns, writes, memory
 
 
 class _Replace(gast.NodeTransformer):
@@ -144,13 +240,7 @@ class _Replace(gast.NodeTransformer):
         return node
 
 
-def _may_write_memory(s) -> bool:
-    """Whether ``s`` may change an array element: it writes one, or calls a function that is not pure."""
-    return any(isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) or isinstance(n, gast.Call)
-               and not _pure(n) for n in gast.walk(s))
-
-
-def _inline(block, counts) -> bool:
+def _inline(block, counts, facts: _Facts) -> bool:
     """Inline single-use temporaries of ``block``; True if anything changed."""
     k = 0
     changed = False
@@ -161,12 +251,12 @@ def _inline(block, counts) -> bool:
             k += 1
             continue
         target, operands = s.targets[0].id, set(_loads(s.value))
-        reads_memory = any(isinstance(n, gast.Subscript) for n in gast.walk(s.value))
+        reads_memory = any(isinstance(n, gast.Subscript) for n in _walk(s.value))
         inlined = False
         for user in block[k + 1:]:
-            if reads_memory and _may_write_memory(user):  # x[1] is read before g(v) writes into x
+            if reads_memory and facts.may_write_memory(user):  # x[1] is read before g(v) writes into x
                 break
-            if target in _loads(user):
+            if target in facts.reads(user):
                 replace = _Replace(target, s.value)
                 if isinstance(user, gast.If) and target in _header_loads(user):
                     user.test = replace.visit(user.test)
@@ -175,34 +265,20 @@ def _inline(block, counts) -> bool:
                 elif not isinstance(user, (gast.If, gast.For, gast.While)):
                     replace.visit(user)
                 inlined = replace.done
+                facts.changed(user)
                 break
-            if operands & _writes(user):
+            if operands & facts.writes(user):
                 break
         if inlined:
             del block[k]
+            facts.changed()
             changed = True
         else:
             k += 1
     return changed
 
 
-def _count_defs_and_loads(body) -> tuple[dict[str, int], dict[str, int]]:
-    """How many times each name is assigned (``v = ...``, ``v += ...``) and read in ``body``."""
-    defs: dict[str, int] = {}
-    loads: dict[str, int] = {}
-    for s in body:
-        for node in gast.walk(s):
-            if isinstance(node, gast.Name):
-                counts = loads if isinstance(node.ctx, gast.Load) else defs if isinstance(node.ctx, gast.Store) \
-                    else None
-                if counts is not None:
-                    counts[node.id] = counts.get(node.id, 0) + 1
-            elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
-                defs[node.target.id] = defs.get(node.target.id, 0) + 1
-    return defs, loads
-
-
-def _propagate(block, defs, loads) -> bool:
+def _propagate(block, defs, loads, facts: _Facts) -> bool:
     """Replace a temporary holding a literal or another name by it, where that name is unchanged."""
     changed = False
     k = 0
@@ -215,10 +291,10 @@ def _propagate(block, defs, loads) -> bool:
             continue
         target = s.targets[0].id
         source = s.value.id if isinstance(s.value, gast.Name) else None
-        outside = loads.get(target, 0) - _loads(gast.Module(body=block[k + 1:], type_ignores=[])).count(target)
+        outside = loads.get(target, 0) - facts.reads_in(block[k + 1:], target)
         complete = True
         for user in block[k + 1:]:
-            if target in _loads(user):
+            if target in facts.reads(user):
                 if isinstance(user, (gast.If, gast.For, gast.While)):
                     header_only = target not in names_read(gast.Module(body=user.body + user.orelse,
                                                                        type_ignores=[]))
@@ -231,12 +307,15 @@ def _propagate(block, defs, loads) -> bool:
                         user.iter = _ReplaceAll(target, s.value).visit(user.iter)
                 else:
                     _ReplaceAll(target, s.value).visit(user)
-            if source is not None and source in _writes(user):
-                complete = target not in _loads(gast.Module(body=block[block.index(user) + 1:], type_ignores=[]))
+                facts.changed(user)
+                changed = True  # the counts of names read changed, even where the assignment stays
+            if source is not None and source in facts.writes(user):
+                complete = not facts.reads_in(block[block.index(user) + 1:], target)
                 break
-        remaining = _loads(gast.Module(body=block[k + 1:], type_ignores=[])).count(target)
+        remaining = facts.reads_in(block[k + 1:], target)
         if complete and not remaining and not outside:
             del block[k]
+            facts.changed()
             changed = True
         else:
             k += 1
@@ -259,7 +338,7 @@ def _is_assign(s, target=None, value_type=None) -> bool:
             and (value_type is None or isinstance(s.value, value_type)))
 
 
-def _cancel_resets(block) -> bool:
+def _cancel_resets(block, facts: _Facts) -> bool:
     """``t = v; v = 0.0; ...; v += t`` leaves ``v`` as it was: keep only ``t = v``.
 
     Also ``v = 0.0; ...; v += e`` (nothing reading ``v`` in between) becomes ``v = e``.
@@ -284,7 +363,7 @@ def _cancel_resets(block) -> bool:
                     block[j] = gast.Assign(targets=[c.target], value=c.value, type_comment=None)
                     del block[k]
                     return True
-                if v in set(_loads(c)) | _writes(c) or isinstance(c, (gast.If, gast.For, gast.While)):
+                if v in facts.reads(c) or v in facts.writes(c) or isinstance(c, (gast.If, gast.For, gast.While)):
                     break
         if not (_is_assign(a, value_type=gast.Name) and _is_assign(b, a.value.id, gast.Constant)
                 and b.value.value == 0.0):
@@ -297,7 +376,7 @@ def _cancel_resets(block) -> bool:
                 del block[j]
                 del block[k + 1]
                 return True
-            if {t, v} & (set(_loads(c)) | _writes(c)):
+            if {t, v} & (facts.reads(c).keys() | facts.writes(c)):
                 break
     return False
 
@@ -359,7 +438,7 @@ def _dead(block, live_after: set[str], counts) -> bool:
                 inner = getattr(s, field_name, None) or []
                 changed |= _dead_everywhere(inner, counts)
         live |= set(_loads(s))
-        live |= {n.target.id for n in gast.walk(s) if isinstance(n, gast.AugAssign)  # `v += e` reads v
+        live |= {n.target.id for n in _walk(s) if isinstance(n, gast.AugAssign)  # `v += e` reads v
                  and isinstance(n.target, gast.Name)}
     return changed
 
@@ -379,13 +458,14 @@ def _dead_everywhere(block, counts) -> bool:
     return changed
 
 
-def _all_blocks(block):
-    yield block
+def _all_blocks(block, enclosing: tuple = ()):
+    """Each block of statements in ``block`` (itself first), with the statements that enclose it."""
+    yield block, enclosing
     for s in block:
         for field_name in ("body", "orelse"):
             inner = getattr(s, field_name, None)
             if inner:
-                yield from _all_blocks(inner)
+                yield from _all_blocks(inner, (*enclosing, s))
 
 
 def simplify(body: list, pure_functions=(), scalars=frozenset()) -> list:
@@ -406,17 +486,14 @@ def _simplify(body: list, scalars) -> list:
     changed = True
     while changed:
         changed = False
-        counts = None  # (definitions, loads) of the whole body, computed again after any change
-        for block in list(_all_blocks(body)):
-            if _cancel_resets(block):
-                changed, counts = True, None
-            counts = counts or _count_defs_and_loads(body)
-            if _propagate(block, *counts):
-                changed, counts = True, None
-            counts = counts or _count_defs_and_loads(body)
-            if _inline(block, counts[1]):
-                changed, counts = True, None
-        changed |= _dead(body, set(), _count_defs_and_loads(body)[1])
-        changed |= _dead_everywhere(body, _count_defs_and_loads(body)[1])
+        facts = _Facts()
+        for block, facts.enclosing in list(_all_blocks(body)):
+            if _cancel_resets(block, facts):
+                changed = True
+                facts.changed()
+            changed |= _propagate(block, *facts.counts(body), facts)
+            changed |= _inline(block, facts.counts(body)[1], facts)
+        changed |= _dead(body, set(), _Facts().counts(body)[1])
+        changed |= _dead_everywhere(body, _Facts().counts(body)[1])
         body = _tidy(body, scalars)
     return body
