@@ -402,10 +402,12 @@ def _header_loads(s) -> set[str]:
 def _tidy(block, scalars) -> list:
     out = []
     for s in block:
-        for field_name in ("body", "orelse"):
-            if getattr(s, field_name, None):
-                setattr(s, field_name, _tidy(getattr(s, field_name), scalars))
+        blocks = {f: _tidy(getattr(s, f), scalars) for f in ("body", "orelse") if getattr(s, f, None)}
+        for field_name in blocks:  # folded already: fold the header only
+            setattr(s, field_name, [])
         s = _Fold(scalars).visit(s)
+        for field_name, inner in blocks.items():
+            setattr(s, field_name, inner)
         if isinstance(s, gast.If) and all(isinstance(b, gast.Pass) for b in s.body + s.orelse) \
                 and _pure(s.test):
             continue
