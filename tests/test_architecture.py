@@ -107,8 +107,6 @@ def test_no_import_circle():
 NOT_YET_IN_RULES = {
     ("s2s/cuda.py", "NUMPY_ON_DEVICE"), ("s2s/cuda.py", "NUMPY_AS_MATH"), ("s2s/cuda.py", "NUMPY_AS_OPERATOR"),
     ("s2s/cuda.py", "BUILTINS_ON_DEVICE"), ("s2s/cuda.py", "RUNTIME_ON_DEVICE"),
-    ("s2s/passes/comprehensions.py", "stackers"), ("s2s/passes/resolve.py", "ARRAY_METHODS"),
-    ("s2s/passes/resolve.py", "_BUILTINS_KEPT"), ("s2s/passes/vector_math.py", "_MATH"),
 }
 #: collections of names that are not functions (attribute names that NumPy also has as functions)
 NOT_FUNCTIONS = {("s2s/passes/resolve.py", "_ALLOWED_ATTRIBUTES")}

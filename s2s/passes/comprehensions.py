@@ -46,6 +46,7 @@ import gast
 import numpy as np
 
 from ..astutil import assign, attr_chain, call, const, dotted, located, name
+from ..rules import lookup_spelling
 from .control_flow import iterable
 from .sequences import spelled
 
@@ -158,9 +159,9 @@ class _Lowering:
             array = self.stacked(comp, pre, s)
             return gast.Call(func=spelled(np.max if func == "max" else np.min), args=[array], keywords=[])
         node.args[1:] = rest
-        stackers = {attr_chain(spelled(np.array)), "np.array", "np.asarray", "np.stack"}
         label = attr_chain(node.func)
-        if label in stackers and isinstance(comp, gast.ListComp):
+        rule = lookup_spelling(label) if label else None
+        if rule is not None and rule.stacks_list and isinstance(comp, gast.ListComp):
             axis = [k.value for k in node.keywords if k.arg == "axis"] + (rest if label == "np.stack" else [])
             if axis and not (isinstance(axis[0], gast.Constant) and axis[0].value == 0):
                 raise self.unsupported("np.stack of a list comprehension along an axis other than 0", s,

@@ -33,31 +33,22 @@ import gast
 import numpy as np
 
 import s2s_runtime
-import s2s_runtime as rt
 
 from ..astutil import attr_chain, call, const, dotted, located, name, subst, to_source
 from ..custom import custom_jvp, custom_vjp
 from ..errors import NoRuleError, S2SError, UnsupportedError
 from ..frontend import MISSING
 from ..ir import TransformRequest
-from ..rules import canonical_name, lookup, template
+from ..rules import array_method, canonical_name, lookup, template
 from . import params
 from .flatten import flatten_literal_args, pack_leaves
 
-__all__ = ["resolve", "ARRAY_METHODS", "to_source"]
-
-#: Array methods and the functions generated code calls for them.
-ARRAY_METHODS = {
-    "sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "cumsum": np.cumsum,
-    "dot": np.dot, "reshape": np.reshape, "ravel": np.ravel, "flatten": rt.flatten, "transpose": np.transpose,
-    "copy": np.copy, "squeeze": np.squeeze, "clip": np.clip, "argmax": np.argmax, "argmin": np.argmin,
-}
+__all__ = ["resolve", "to_source"]
 
 #: List methods kept as they are (generated code records arrays on lists).
 LIST_METHODS = ("append", "pop")
 
 _ALLOWED_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "T", "real"}
-_BUILTINS_KEPT = {"range", "len", "enumerate", "zip", "print", "reversed", "isinstance"}
 _LIBRARY_PREFIXES = ("numpy", "scipy", "numba", "math", "builtins", "s2s", "s2s_runtime", "jax", "torch")
 
 
@@ -387,9 +378,9 @@ class _Resolver(gast.NodeTransformer):
             node.func.value = receiver
             node.args = args
             return node
-        if method not in ARRAY_METHODS:
+        target = array_method(method)
+        if target is None:
             raise self._unsupported(f"the method `.{method}()`")
-        target = ARRAY_METHODS[method]
         if method == "reshape" and len(args) > 1:
             args = [gast.Tuple(elts=args, ctx=gast.Load())]
         if method == "transpose" and len(args) > 1:

@@ -33,18 +33,10 @@ import re
 
 import gast
 
-from s2s_runtime.vmath import FUNCTIONS
-
 from ..astutil import attr_chain, dotted
+from ..rules import lookup_spelling
 
 __all__ = ["vector_math", "exact_math_requested"]
-
-_MATH = {"math.exp": "exp", "math.expm1": "expm1", "math.log2": "log2", "math.log10": "log10",
-         "math.log1p": "log1p", "math.tanh": "tanh", "math.sinh": "sinh", "math.cosh": "cosh", "math.atan": "arctan",
-         "math.asin": "arcsin", "math.acos": "arccos", "math.cbrt": "cbrt", "math.sin": "sin",
-         "math.cos": "cos", "math.tan": "tan", "math.pow": "power"}
-_CALLS = {**FUNCTIONS, **_MATH, "math.log": "log", "np.sum": "sum"}
-
 
 def exact_math_requested() -> bool:
     """Whether the environment asks for libm everywhere (``S2S_EXACT_MATH=1``)."""
@@ -68,7 +60,9 @@ class _Calls(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        replacement = _CALLS.get(attr_chain(node.func) or "")
+        spelling = attr_chain(node.func)
+        rule = lookup_spelling(spelling) if spelling else None
+        replacement = rule.vector if rule is not None and rule.name == spelling else None  # not rt.sum's
         arity = 2 if replacement == "power" else 1
         if replacement and len(node.args) == arity and not node.keywords \
                 and not any(isinstance(a, gast.Starred) for a in node.args) and not self._lone_scalar(*node.args):

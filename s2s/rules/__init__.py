@@ -75,6 +75,16 @@ def impl_rule(spelling: str) -> Rule | None:
     return next((rule for rule in _RULES.values() if rule is not None and rule.impl == spelling), None)
 
 
+def array_method(name: str):
+    """The function an array method calls (``x.sum()`` is ``np.sum(x)``), or None.
+
+        >>> array_method("sum").__name__
+        'sum'
+    """
+    _load_tables()
+    return next((rule.fn for rule in _RULES.values() if rule is not None and rule.method == name), None)
+
+
 def registered() -> dict:
     """Every registered rule, keyed by function (the runtime's spellings of NumPy functions included)."""
     _load_tables()

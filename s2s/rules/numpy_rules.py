@@ -303,3 +303,11 @@ mark(np.ones, np.ones_like, fill="1")
 mark(np.empty, np.empty_like, fill="empty")
 mark(np.full, np.full_like, fill="argument")
 mark(np.zeros_like, np.ones_like, np.empty_like, np.full_like, like=True)
+# array methods: resolve writes ``x.sum()`` as ``np.sum(x)``
+for _fn, _method in ((np.sum, "sum"), (np.mean, "mean"), (np.prod, "prod"), (np.max, "max"), (np.min, "min"),
+                     (np.cumsum, "cumsum"), (np.dot, "dot"), (np.reshape, "reshape"), (np.ravel, "ravel"),
+                     (np.transpose, "transpose"), (np.copy, "copy"), (np.squeeze, "squeeze"), (np.clip, "clip"),
+                     (np.argmax, "argmax"), (np.argmin, "argmin")):
+    mark(_fn, method=_method)
+# a list comprehension passed to these is stacked into one array (passes/comprehensions.py)
+mark(np.array, np.asarray, np.stack, stacks_list=True)

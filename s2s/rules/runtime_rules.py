@@ -6,12 +6,13 @@ helpers that only count or index carry no derivative.
 """
 
 import dataclasses
+import math
 
 import numpy as np
 
 import s2s_runtime as rt
 
-from . import numpy_rules  # noqa: F401 (its rules are copied below)
+from . import math_rules, numpy_rules  # noqa: F401 (their rules are copied or marked below)
 from .table import _RULES, canonical_name, deffacts, defnondiff, defrule, mark
 
 # ----------------------------------------------------------- linear in the first argument
@@ -45,6 +46,7 @@ defrule(rt.cumsum_vjp, "g, a, axis", nondiff=("a", "axis"), fresh=True, jvp="rt.
 defrule(rt.transpose_vjp, "g, axes", nondiff=("axes",), jvp="rt.transpose_vjp(g_dot, axes)")
 defrule(rt.reshape_like, "g, a", nondiff=("a",), shape_only=("a",), jvp="rt.reshape_like(g_dot, a)")
 defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
+mark(rt.flatten, method="flatten")
 defrule(rt.array_vjp, "g, object", nondiff=("object",), jvp="rt.array_vjp(g_dot, object)")
 defrule(rt.last_write, "g, idx, axis", nondiff=("idx", "axis"), jvp="rt.last_write(g_dot, idx, axis)",
         vjp="rt.last_write(z_adj, idx, axis)")
@@ -90,6 +92,17 @@ defrule(rt.jacobian_rows, "rows, out, x", nondiff=("out", "x"), jvp="rt.jacobian
 for _numpy_name, _vm_name in {**rt.vm.FUNCTIONS, "np.sqrt": "sqrt"}.items():
     _vm_fn = getattr(rt.vm, _vm_name)
     _RULES[_vm_fn] = dataclasses.replace(_RULES[getattr(np, _numpy_name[3:])], fn=_vm_fn, name=f"rt.vm.{_vm_name}")
+# the kernels the vector math pass calls instead (passes/vector_math.py): on arrays and in element loops
+for _numpy_name, _vm_name in rt.vm.FUNCTIONS.items():
+    mark(getattr(np, _numpy_name[3:]), vector=_vm_name)
+mark(np.sum, vector="sum")
+for _fn in (math.exp, math.expm1, math.log, math.log2, math.log10, math.log1p, math.tanh, math.sinh, math.cosh,
+            math.sin, math.cos, math.tan):
+    mark(_fn, vector=_fn.__name__)
+mark(math.atan, vector="arctan")
+mark(math.asin, vector="arcsin")
+mark(math.acos, vector="arccos")
+mark(math.pow, vector="power")
 defrule(rt.vm.logistic, "x", jvp="x_dot * z * (1.0 - z)", vjp="z_adj * z * (1.0 - z)", name="rt.vm.logistic")
 defrule(rt.vm.sum, "a", jvp="rt.vm.sum(a_dot)", vjp="rt.unreduce(z_adj, a, None, False)", name="rt.vm.sum")
 defrule(rt.vm.reduce_add, "total, term", jvp="rt.vm.reduce_add(total_dot, term_dot)", vjp=("z_adj", "z_adj"),

@@ -51,6 +51,9 @@ class Rule:
     fill: str | None = None  # a new array of "0", "1", "argument" (np.full's value), "basis" vectors, or "empty"
     like: bool = False  # the result has the shape of the first argument (``np.zeros_like``)
     passes_through: bool = False  # the first argument's values, only broadcast or summed to the second's shape
+    vector: str | None = None  # the runtime's SIMD kernel for it (``rt.vm.exp``), called on arrays and in element loops
+    method: str | None = None  # the array method that calls it: ``x.sum()`` is ``np.sum(x)``
+    stacks_list: bool = False  # ``np.array([...])``: the list's items stacked along a new first axis
 
     def bind(self, args: list, keywords: dict) -> dict | None:
         """Map call arguments to parameter names (defaults as parsed source); None if they do not fit."""
