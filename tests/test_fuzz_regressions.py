@@ -567,3 +567,27 @@ def test_generator_variables_in_an_if_or_while_test(target):
     dx, ds = s2s.grad(generator_in_a_while_test, argnums=(0, 1), target=target)(x, 1.5)
     np.testing.assert_allclose(dx, [0.0, 1.5, 0.0, 0.0])
     assert ds == pytest.approx(x[1])
+
+
+def stacked_float_sums(v):
+    return np.sum(np.array([sum(v[3] for e1 in v[0:3]) for e0 in v[2:4]]))
+
+
+def calls_stacked_float_sums(x, s):
+    return stacked_float_sums(x) * s
+
+
+@pytest.mark.xfail(strict=True, reason="open: Numba types the stack of an int-started sum twice (int, then float) "
+                                       "where s2s compiles the function's own code (jit; a called function)")
+@pytest.mark.parametrize("check", ["jit", "grad of a caller"])
+def test_stack_of_float_sums_in_jit_and_in_a_called_function(check):
+    """Found by this stop's campaign (seed 2001, every family, python target): the gradient of
+    `stacked_float_sums` itself works (its sweeps write the sum's start as 0.0), but its own code, compiled
+    by `jit` or when a caller is typed, is Numba's "Cannot unify array(int64, 1d, C) and array(float64, 1d, C)"."""
+    x = np.array([0.3, -0.5, 0.7, 0.2])
+    if check == "jit":
+        assert s2s.jit(stacked_float_sums)(x) == pytest.approx(6 * x[3])
+    else:
+        dx, ds = s2s.grad(calls_stacked_float_sums, argnums=(0, 1), target="python")(x, 1.5)
+        np.testing.assert_allclose(dx, [0.0, 0.0, 0.0, 6 * 1.5])
+        assert ds == pytest.approx(6 * x[3])
