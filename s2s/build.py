@@ -167,7 +167,10 @@ class Builder:
             ctx = pipeline.Context(f.namer, pure=generator.pure, scalars=_float_scalars(typed) if f is root else set(),
                                    types=typed.typemap if fuses else None, return_type=typed.return_type,
                                    inplace=self.transform == "jit")
-            primals.append(pipeline.run("primal", copy.deepcopy(f.node), ctx))
+            node = copy.deepcopy(f.node)
+            if f is root:  # `s = 0` before `s = s + 2.0` written `s = 0.0`: typed once by Numba, float in Python
+                node.body = typed.body_copy()
+            primals.append(pipeline.run("primal", node, ctx))
         functions = primals + generator.functions
         if self.vector_math:
             ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed))
