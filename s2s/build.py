@@ -161,15 +161,15 @@ class Builder:
             entry = generator.jacrev_root(typed, self.argnums, self.has_aux, self.single)
         else:
             entry = generator.root(typed, self.transform, self.argnums, self.has_aux, self.single)
+        typer.type_callees(typed)
         primals = []
         for f in program.functions.values():
             fuses = f is root and self.transform == "jit" and self.fuse
             ctx = pipeline.Context(f.namer, pure=generator.pure, scalars=_float_scalars(typed) if f is root else set(),
                                    types=typed.typemap if fuses else None, return_type=typed.return_type,
                                    inplace=self.transform == "jit")
-            node = copy.deepcopy(f.node)
-            if f is root:  # `s = 0` before `s = s + 2.0` written `s = 0.0`: typed once by Numba, float in Python
-                node.body = typed.body_copy()
+            node = copy.deepcopy(f.node)  # `s = 0` before `s = s + 2.0` is `s = 0.0`: Numba types it once
+            node.body = typer.primal_body(f)
             primals.append(pipeline.run("primal", node, ctx))
         functions = primals + generator.functions
         if self.vector_math:

@@ -841,11 +841,7 @@ class KnownBug:
                     and (self.feature is None or self.feature in features))
 
 
-KNOWN_BUGS: tuple = (
-    KnownBug("test_stack_of_float_sums_in_a_called_function", r"raised (CompileError|UnsupportedError)",
-             r"Cannot unify array\(int64, 1d, C\) and array\(float64, 1d, C\) for '_list|`_list\d+` holding values "
-             r"of different types", "family:comprehension"),
-)
+KNOWN_BUGS: tuple = ()
 
 
 @dataclass(frozen=True)

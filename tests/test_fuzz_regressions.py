@@ -585,15 +585,17 @@ def test_stack_of_float_sums_in_jit():
     assert s2s.jit(stacked_float_sums)(x) == pytest.approx(6 * x[3])
 
 
-@pytest.mark.xfail(strict=True, reason="open: a called function is compiled from its own code when its caller "
-                                       "is typed, and Numba types the stack of an int-started sum twice")
-def test_stack_of_float_sums_in_a_called_function():
-    """The same stack in a function the differentiated one calls: the gradient of `stacked_float_sums`
-    itself works (its sweeps start the sum at 0.0), its caller's is Numba's "Cannot unify"."""
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_stack_of_float_sums_in_a_called_function(target):
+    """The same stack in a function the differentiated one calls (the campaign's programs): typing the
+    caller compiled the called function with Numba's SSA form, which typed the stack twice; the typer now
+    compiles called functions without it when that happens (one type per variable, as it types the caller),
+    and generated code (`jit` of the caller, its gradient's forward sweep) calls their typed copies."""
     x = np.array([0.3, -0.5, 0.7, 0.2])
-    dx, ds = s2s.grad(calls_stacked_float_sums, argnums=(0, 1), target="python")(x, 1.5)
+    dx, ds = s2s.grad(calls_stacked_float_sums, argnums=(0, 1), target=target)(x, 1.5)
     np.testing.assert_allclose(dx, [0.0, 0.0, 0.0, 6 * 1.5])
     assert ds == pytest.approx(6 * x[3])
+    assert s2s.jit(calls_stacked_float_sums, target=target)(x, 1.5) == pytest.approx(6 * x[3] * 1.5)
 
 
 def stacked_prefix_sums(x):

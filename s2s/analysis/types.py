@@ -19,6 +19,7 @@ inference gives the type of every variable for the argument types of a call:
 
 from __future__ import annotations
 
+import ast
 import copy
 import linecache
 import re
@@ -34,7 +35,7 @@ from numba.core.registry import cpu_target
 from ..astutil import names_written, walk_stmts
 from ..clock import section
 from ..codegen import module_source
-from ..errors import CompileError, summarize
+from ..errors import CompileError, S2SError, summarize
 from ..ir import Function, Program
 from ..passes import rename
 
@@ -79,13 +80,19 @@ class Typed:
         Numba then types ``s`` as a float from its first definition, and a call
         typed by it (``np.zeros(n, type(s))``) is not typed twice.
         """
-        body = copy.deepcopy(self.function.node.body)
-        for node in walk_stmts(body):
-            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name) \
-                    and isinstance(node.value, gast.Constant) and type(node.value.value) is int \
-                    and isinstance(self.type_of(node.targets[0].id), types.Float):
-                node.value.value = float(node.value.value)
-        return body
+        return _float_constants(self.function, [self])
+
+
+def _float_constants(fn: Function, typings: list) -> list:
+    """A copy of ``fn``'s body, each integer constant assigned to a variable that is a float in every one of
+    ``typings`` (``Typed`` of ``fn``) made a float."""
+    body = copy.deepcopy(fn.node.body)
+    for node in walk_stmts(body):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name) and typings \
+                and isinstance(node.value, gast.Constant) and type(node.value.value) is int \
+                and all(isinstance(t.type_of(node.targets[0].id), types.Float) for t in typings):
+            node.value.value = float(node.value.value)
+    return body
 
 
 def is_float_type(t) -> bool:
@@ -115,14 +122,32 @@ def atom_type(typed: Typed, node) -> types.Type:
 TYPING = "types (Numba's type inference)"
 
 
+class _WithoutSSA(compiler.Compiler):
+    """Numba's compiler without its SSA pass: a called function typed as the typer types the one it is
+    asked for (one type per variable), so that ``s = 0`` then ``s = s + 2.0`` is a float from the start."""
+
+    def define_pipelines(self):
+        self.state.flags.enable_ssa = False
+        return super().define_pipelines()
+
+
 class Typer:
-    """Types the functions of one program, compiling their primal module once."""
+    """Types the functions of one program, compiling their primal module once.
+
+    The function asked for is typed by Numba's type inference alone; the
+    functions it calls are compiled by Numba (their return types). Where
+    that fails as Numba's SSA form types a variable twice (an integer-started
+    sum stacked into an array: "Cannot unify array(int64) and
+    array(float64)"), the called functions are compiled again without it.
+    """
 
     def __init__(self, program: Program):
         self.program = program
         self.namespace: dict = {}
+        self._without_ssa = False  # the called functions are compiled without Numba's SSA pass
         self._memo: dict = {}
         self.line_maps: dict = {}  # primal module file name -> its line map (functions may be added later)
+        self._spans: dict = {}  # primal module file name -> (first line, last line, function name) of each function
         self._known: set[str] = set()
         self.add(list(program.functions.values()))
 
@@ -135,12 +160,15 @@ class Typer:
         filename = f"<s2s primal of {functions[0].name} ({len(self.line_maps)})>"
         text, self.line_maps[filename] = module_source([f.node for f in functions], "s2s: normalised primal")
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        self._spans[filename] = [(d.lineno, d.end_lineno, d.name) for d in ast.parse(text).body
+                                 if isinstance(d, ast.FunctionDef)]
         self.namespace.update(self.program.constants)
         for key, transformed in self.program.transformed.items():
             self.namespace.setdefault(key, call_stub(transformed))
         exec(compile(text, filename, "exec"), self.namespace)
+        options = {"pipeline_class": _WithoutSSA} if self._without_ssa else {}
         for f in functions:
-            self.namespace[f.name] = numba.njit(self.namespace[f.name])
+            self.namespace[f.name] = numba.njit(self.namespace[f.name], **options)
             self._known.add(f.name)
         self.recursive = recursive_functions(list(self.program.functions.values()))
 
@@ -160,9 +188,15 @@ class Typer:
                 warnings.simplefilter("ignore", errors.NumbaPerformanceWarning)
                 return self._type(fn, arg_types, key, dispatcher, typingctx, targetctx)
         except errors.NumbaError as exc:
-            mixed = re.search(r"Cannot unify .* for '(\w+)(\.\d+)?'", str(exc))
-            if mixed and mixed.group(1) in _local_names(fn):  # a name rebound to a value of another type
+            mixed = re.search(r"Cannot unify .* for '(\w+)(\.\d+)?'(, defined at (<[^>]*>|\S+) \((\d+)\))?", str(exc))
+            owner = self._owner(mixed.group(4), int(mixed.group(5))) if mixed and mixed.group(4) else fn.name
+            if mixed and owner == fn.name and mixed.group(1) in _local_names(fn):  # a name rebound to a new type
                 return self._split(fn, arg_types, {mixed.group(1)})
+            if mixed and not self._without_ssa:  # in a called function: compile those as this one is typed
+                self._without_ssa = True
+                functions, self._known, self._memo = [self.program.by_name[n] for n in self._known], set(), {}
+                self.add(functions)
+                return self.type(fn, arg_types)
             raise self._error(fn, exc) from None
 
     def _type(self, fn, arg_types, key, dispatcher, typingctx, targetctx) -> Typed:
@@ -196,6 +230,28 @@ class Typer:
         typed = Typed(fn, arg_types, typemap, types.unliteral(return_type))
         self._memo[key] = typed
         return typed
+
+    def primal_body(self, fn: Function) -> list:
+        """``fn``'s body for generated code: as :meth:`Typed.body_copy`, over every signature typed so far."""
+        return _float_constants(fn, [t for (name_, _), t in self._memo.items() if name_ == fn.name])
+
+    def type_callees(self, typed: Typed) -> None:
+        """Type the program's functions that ``typed``'s function calls, with the argument types of each call,
+        and theirs in turn (for :meth:`primal_body`); a call that does not type is left to Numba."""
+        for node in gast.walk(typed.function.node):
+            if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                    and node.func.id in self.program.by_name and not node.keywords:
+                callee = self.program.by_name[node.func.id]
+                try:
+                    arg_types = tuple(types.unliteral(atom_type(typed, a)) for a in node.args)
+                    if None not in arg_types and (callee.name, arg_types) not in self._memo:
+                        self.type_callees(self.type(callee, arg_types))
+                except (TypeError, S2SError):
+                    continue
+
+    def _owner(self, filename: str, line: int) -> str | None:
+        """The name of the function at ``line`` of the primal module ``filename``, if it is one."""
+        return next((name_ for first, last, name_ in self._spans.get(filename, ()) if first <= line <= last), None)
 
     def _split(self, fn: Function, arg_types: tuple, mixed: set[str]) -> Typed:
         """Type ``fn`` again after giving each binding of the ``mixed`` names its own variable."""
