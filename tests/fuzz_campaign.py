@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +35,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("S2S_CACHE_DIR", tempfile.mkdtemp(prefix="s2s-campaign-cache-"))
 
 import test_fuzz  # noqa: E402 (after the cache folder is chosen)
+
+# the commit of the s2s under test (the checkout this script is in), recorded with every program
+COMMIT = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                        capture_output=True, text=True).stdout.strip() or None
 
 
 def campaign(seed_value: int, count: int, log_path: str, every: int) -> Counter:
@@ -54,7 +59,7 @@ def campaign(seed_value: int, count: int, log_path: str, every: int) -> Counter:
         kind = ("rejected" if outcome.reject else "refused" if outcome.refused else
                 "known bug" if bug else "failed" if outcome.failure else "passed")
         tally[kind] += 1
-        record = {"seed": seed_value, "index": sum(tally.values()), "outcome": kind,
+        record = {"seed": seed_value, "index": sum(tally.values()), "outcome": kind, "commit": COMMIT,
                   "seconds": round(time.perf_counter() - t0, 3)}
         if kind != "passed":
             record["why"] = outcome.reject or outcome.refused or bug or outcome.kind
