@@ -490,7 +490,7 @@ def _simplify(body: list, scalars) -> list:
         changed = False
         facts = _Facts()
         for block, facts.enclosing in list(_all_blocks(body)):
-            if _cancel_resets(block, facts):
+            while _cancel_resets(block, facts):  # one reset per call
                 changed = True
                 facts.changed()
             changed |= _propagate(block, *facts.counts(body), facts)
