@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 
+from ..clock import section
 from .table import (
     _RULES,
     Rule,
@@ -103,6 +104,11 @@ def lookup_spelling(spelling: str) -> Rule | None:
 
 @functools.cache
 def _load_tables() -> None:
+    with section("load the rule tables (once per process)"):
+        _load()
+
+
+def _load() -> None:
     import s2s_runtime
 
     from . import builtin_rules, math_rules, numpy_rules, operator_rules, runtime_rules  # noqa: F401
