@@ -194,8 +194,8 @@ class Typer:
                 return self._split(fn, arg_types, {mixed.group(1)})
             if mixed and not self._without_ssa:  # in a called function: compile those as this one is typed
                 self._without_ssa = True
-                functions, self._known, self._memo = [self.program.by_name[n] for n in self._known], set(), {}
-                self.add(functions)
+                functions, self._known = [self.program.by_name[n] for n in self._known], set()
+                self.add(functions)  # the types found so far stay: they do not depend on how callees compile
                 return self.type(fn, arg_types)
             raise self._error(fn, exc) from None
 
