@@ -387,6 +387,33 @@ def _same_shape_nb(*arrays):
     return impl
 
 
+def rows_match(first, *rows) -> bool:
+    """Whether every one of ``rows`` has the shape of one row of ``first`` (``first.shape[1:]``).
+
+    The condition of a fused loop that reads ``rows`` broadcast along ``first``'s leading axis.
+
+    >>> rows_match(np.zeros((4, 3)), np.ones(3)), rows_match(np.zeros((4, 3)), np.ones(4))
+    (True, False)
+    """
+    return all(np.shape(r) == np.shape(first)[1:] for r in rows)
+
+
+@overload(rows_match)
+def _rows_match_nb(first, *rows):
+    if isinstance(rows, tuple) and len(rows) == 1 and isinstance(rows[0], types.BaseTuple):
+        rows = rows[0].types
+    if any(r.ndim != first.ndim - 1 for r in rows):
+        return lambda first, *rows: False
+
+    def impl(first, *rows):
+        for r in literal_unroll(rows):
+            if r.shape != first.shape[1:]:
+                return False
+        return True
+
+    return impl
+
+
 def flat(a):
     """``a`` as a C-contiguous 1-D array: a view where ``a`` is contiguous, else a copy.
 

@@ -371,13 +371,17 @@ class _Generator:
                                              split.unpack(tape, tape_name) + bwd, fn))
         return forward, adjoint
 
-    def _generated_types(self, typed: Typed, namer) -> dict:
-        """Types of the primal variables and of their adjoints and tangents (arrays like their primal)."""
+    def _generated_types(self, typed: Typed, namer, vector: bool = False) -> dict:
+        """Types of the primal variables and of their adjoints and tangents (arrays like their primal;
+        ``vector``: tangents with a leading direction axis, of any layout)."""
         out = dict(typed.typemap)
         for suffix in ("adj", "dot"):
             for base, derived in namer.derived_names(suffix).items():
                 t = typed.type_of(base)
-                if isinstance(t, types.Array):
+                if suffix == "dot" and isinstance(t, (types.Array, types.Float, types.Integer)):
+                    dtype, ndim = (t.dtype, t.ndim) if isinstance(t, types.Array) else (types.float64, 0)
+                    out[derived] = types.Array(dtype, ndim + vector, "A") if ndim + vector else types.float64
+                elif isinstance(t, types.Array):
                     out[derived] = types.Array(t.dtype, t.ndim, "C")
                 elif isinstance(t, (types.Float, types.Integer)):
                     out[derived] = types.float64
@@ -618,9 +622,11 @@ class _Generator:
         if vector:
             jacs = []
             for v in value.elts if isinstance(value, gast.Tuple) else [value]:  # per output: per argument
-                tangent = namer.fresh("_tangent")
-                body.append(assign(tangent, ft.output(v)))
-                blocks = [call("rt.jacobian", name(tangent), copy.deepcopy(v), copy.deepcopy(o), name(p))
+                tangent = ft.output(v)
+                if not isinstance(tangent, gast.Name):
+                    body.append(assign(namer.fresh("_tangent"), tangent))
+                    tangent = name(body[-1].targets[0].id)
+                blocks = [call("rt.jacobian", copy.deepcopy(tangent), copy.deepcopy(v), copy.deepcopy(o), name(p))
                           for o, p in zip(offsets, active_params)]
                 jacs.append(blocks[0] if single else gast.Tuple(elts=blocks, ctx=gast.Load()))
             jac = gast.Tuple(elts=jacs, ctx=gast.Load()) if isinstance(value, gast.Tuple) else jacs[0]
@@ -634,7 +640,8 @@ class _Generator:
         body = copies + pre + body + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
         inputs = params + ([namer.tangent(p) for p in active_params] if transform == "jvp" else [])
-        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed))
+        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed),
+                               types=self._generated_types(typed, namer, vector) if self.fuse_loops else None)
         self.functions.append(pipeline.run("forward", self._function(entry, inputs, body, fn), ctx))
         return entry
 
@@ -674,7 +681,8 @@ class _Generator:
                 body, ret = ft.build()
             body = body + [gast.Return(value=gast.Tuple(elts=[copy.deepcopy(ret), ft.output(ret)], ctx=gast.Load()))]
             inputs = params + [namer.tangent(p) for p in active]
-            ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed_callee))
+            types_ = self._generated_types(typed_callee, namer, vector) if self.fuse_loops else None
+            ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed_callee), types=types_)
             self.functions.append(pipeline.run("forward", self._function(jvp_name, inputs, body, callee), ctx))
         return self._jvps[key], active_args
 

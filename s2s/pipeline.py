@@ -13,7 +13,7 @@ the source after every pass of every stage::
     primal      numpy in-place → simplify → fuse primal        (the user's functions)
     reverse     simplify → fuse → tapes                        (a grad, vjp or jacrev entry)
     callee vjp  simplify → tapes                               (the vjp of a called function)
-    forward     simplify                                       (a jvp or jacfwd entry, a callee's jvp)
+    forward     simplify → fuse (with broadcast rows)          (a jvp or jacfwd entry, a callee's jvp)
     finish      vector math                                    (every function of a compiled module)
 
     >>> [p.name for p in STAGES["reverse"]]
@@ -184,6 +184,8 @@ def fuse_primal(body: list, ctx: Context) -> list:
 _SIMPLIFY = Pass("simplify", _body(lambda body, ctx: simplify.simplify(body, ctx.pure, ctx.scalars)))
 _FUSE = Pass("fuse", _body(lambda body, ctx: body if ctx.types is None else fuse.fuse(body, ctx.types, ctx.namer)))
 _TAPES = Pass("tapes", _body(lambda body, ctx: tapes.lower(body, ctx.scalar_tapes)))
+_FUSE_BROADCAST = Pass("fuse", _body(lambda body, ctx: body if ctx.types is None
+                                     else fuse.fuse(body, ctx.types, ctx.namer, broadcast=True)))
 
 STAGES: dict[str, list[Pass]] = {
     "front": FRONT,
@@ -191,6 +193,6 @@ STAGES: dict[str, list[Pass]] = {
     "primal": [Pass("numpy in-place", numpy_inplace), _SIMPLIFY, Pass("fuse primal", _body(fuse_primal))],
     "reverse": [_SIMPLIFY, _FUSE, _TAPES],
     "callee vjp": [_SIMPLIFY, _TAPES],
-    "forward": [_SIMPLIFY],
+    "forward": [_SIMPLIFY, _FUSE_BROADCAST],
     "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars))],
 }

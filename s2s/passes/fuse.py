@@ -25,7 +25,18 @@ arrays used after the run:
 
 With several input arrays the loop runs only when they all have the same
 shape (``if rt.same_shape(a, b):``, checked at run time); otherwise the
-original statements run, so broadcasting stays right. Sums go through
+original statements run, so broadcasting stays right.
+
+With ``broadcast=True`` (forward mode's vector code) a run over arrays of
+rank r may also read arrays of rank r - 1, which NumPy broadcasts along the
+leading axis: a tangent with a leading direction axis times its primal. The
+loop then runs over the leading axis and the rest (``rt.rows_match(t, x)``
+checks at run time that ``x.shape == t.shape[1:]``), reading ``x`` at the
+inner index only. Before fusing, statements that neither make nor read an
+array of the body's highest rank move ahead of those that do, where they
+read and rebind nothing between (pure assignments only): the primal work of
+a vector-mode function runs once, not once per direction, and the tangent
+statements become one run. Sums go through
 ``rt.vm.reduce_add``, which LLVM splits into partial sums in vector lanes (a
 fixed order, the same every run). Assumes the statements were simplified
 (expressions inlined).
@@ -41,7 +52,7 @@ from numba.core import types as nbtypes
 from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..naming import Namer
 from ..rules import lookup_spelling
-from .simplify import simplify
+from .simplify import pure, simplify
 
 __all__ = ["fuse", "Namer"]
 
@@ -64,23 +75,26 @@ def _fill_like(value) -> float | None:
 class _Run:
     """The statements of one run and the arrays they read and write."""
 
-    def __init__(self, ndim: int):
+    def __init__(self, ndim: int, broadcast: bool):
         self.ndim = ndim
+        self.broadcast = broadcast and ndim >= 2  # arrays of rank ndim - 1 may be read
         self.stmts: list = []
         self.inputs: list[str] = []  # arrays defined before the run that it reads
         self.defined: set[str] = set()  # arrays the run assigns
         self.reductions: set[str] = set()  # scalars the run sums into
 
 
-def fuse(body: list, typemap: dict, namer: Namer) -> list:
-    """``body`` with each run of fusable top-level statements rewritten as one loop."""
-    return _Fuser(typemap, namer).block(body)
+def fuse(body: list, typemap: dict, namer: Namer, broadcast: bool = False) -> list:
+    """``body`` with each run of fusable top-level statements rewritten as one loop (``broadcast``: see above)."""
+    fuser = _Fuser(typemap, namer, broadcast)
+    return fuser.block(fuser.hoist(body) if broadcast else body)
 
 
 class _Fuser:
-    def __init__(self, typemap, namer):
+    def __init__(self, typemap, namer, broadcast: bool = False):
         self.types = typemap
         self.namer = namer
+        self.broadcast = broadcast
 
     def array_ndim(self, var: str) -> int | None:
         t = self.types.get(var)
@@ -99,7 +113,8 @@ class _Fuser:
         if isinstance(expr, gast.Name):
             if self.is_scalar(expr.id):
                 return expr.id not in run.reductions
-            return self.array_ndim(expr.id) == run.ndim
+            return self.array_ndim(expr.id) == run.ndim or \
+                (run.broadcast and self.array_ndim(expr.id) == run.ndim - 1)
         if isinstance(expr, gast.BinOp):
             return not isinstance(expr.op, gast.MatMult) and self.elementwise(expr.left, run) \
                 and self.elementwise(expr.right, run)
@@ -112,10 +127,10 @@ class _Fuser:
             spelling = attr_chain(expr.func) or ""
             if _fact(spelling, "elementwise"):
                 return all(self.elementwise(a, run) for a in expr.args)
-            if _fact(spelling, "passes_through"):
+            if _fact(spelling, "passes_through"):  # the identity only where its argument has like's shape
                 like = expr.args[1]
                 return isinstance(like, gast.Name) and self.array_ndim(like.id) == run.ndim \
-                    and self.elementwise(expr.args[0], run)
+                    and self.elementwise(expr.args[0], run) and not self._reads_rows(expr.args[0], run)
             if spelling == "rt.unreduce":
                 g, like, axis = expr.args[0], expr.args[1], expr.args[2]
                 return isinstance(axis, gast.Constant) and axis.value is None and self.scalar_expr(g, run) \
@@ -135,10 +150,10 @@ class _Fuser:
                 if _fill_like(value) is not None and len(value.args) == 1 \
                         and isinstance(value.args[0], gast.Name) and self.array_ndim(value.args[0].id) == run.ndim:
                     return True
-                return self.elementwise(value, run) and self._reads_arrays(value)
+                return self.elementwise(value, run) and self._reads_full(value, run)
             if self.is_scalar(target) and isinstance(value, gast.Call) and (attr_chain(value.func) or "") == "np.sum" \
-                    and len(value.args) == 1 and not value.keywords:
-                return self.elementwise(value.args[0], run) and self._reads_arrays(value.args[0])
+                    and len(value.args) == 1 and not value.keywords:  # a sum over the run's whole shape
+                return self.elementwise(value.args[0], run) and self._reads_full(value.args[0], run)
             return False
         if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name) \
                 and isinstance(s.op, (gast.Add, gast.Sub, gast.Mult)):
@@ -151,25 +166,67 @@ class _Fuser:
     def _reads_arrays(self, expr) -> bool:
         return any(isinstance(n, gast.Name) and self.array_ndim(n.id) is not None for n in gast.walk(expr))
 
+    def _reads_full(self, expr, run: _Run) -> bool:
+        """Whether ``expr`` reads an array of the run's rank (its value has the run's whole shape)."""
+        return any(isinstance(n, gast.Name) and self.array_ndim(n.id) == run.ndim for n in gast.walk(expr))
+
+    def _reads_rows(self, expr, run: _Run) -> bool:
+        return run.broadcast and any(isinstance(n, gast.Name) and self.array_ndim(n.id) == run.ndim - 1
+                                     for n in gast.walk(expr))
+
     def run_ndim(self, s) -> int | None:
-        """The rank of the arrays statement ``s`` would start a run with."""
-        for n in gast.walk(s):
-            if isinstance(n, gast.Name) and self.array_ndim(n.id) is not None:
-                return self.array_ndim(n.id)
-        return None
+        """The rank of the arrays statement ``s`` would start a run with (the highest it names)."""
+        ranks = [self.array_ndim(n.id) for n in gast.walk(s) if isinstance(n, gast.Name)]
+        ranks = [r for r in ranks if r is not None]
+        if not ranks:
+            return None
+        return max(ranks) if self.broadcast else ranks[0]
+
+    def hoist(self, body: list) -> list:
+        """``body`` with each stretch of pure assignments ordered: what makes and reads no array of the
+        stretch's highest rank first, where it reads and rebinds nothing an earlier statement left behind
+        rebinds or reads."""
+        out, start = [], 0
+        for end in range(len(body) + 1):
+            if end < len(body) and isinstance(body[end], gast.Assign) and len(body[end].targets) == 1 \
+                    and isinstance(body[end].targets[0], gast.Name) and pure(body[end].value):
+                continue
+            out += self._hoist_stretch(body[start:end])
+            if end < len(body):
+                out.append(body[end])
+            start = end + 1
+        return out
+
+    def _hoist_stretch(self, stretch: list) -> list:
+        def reads(s) -> set[str]:
+            return {n.id for n in gast.walk(s.value) if isinstance(n, gast.Name)}
+
+        ranks = {s.targets[0].id: self.array_ndim(s.targets[0].id) for s in stretch}
+        top = max((r for r in ranks.values() if r is not None), default=None)
+        if top is None or top < 2:
+            return stretch
+        first, later = [], []
+        for s in stretch:
+            target, read = s.targets[0].id, reads(s)
+            high = ranks[target] == top or any(self.array_ndim(v) == top for v in read)
+            if high or any(d.targets[0].id in read | {target} or target in reads(d) for d in later):
+                later.append(s)
+            else:
+                first.append(s)
+        return first + later
 
     # ---------------------------------------------------------------- runs
     def block(self, body: list) -> list:
         out, k = [], 0
         while k < len(body):
             ndim = self.run_ndim(body[k])
-            run = _Run(ndim) if ndim is not None else None
+            run = _Run(ndim, self.broadcast) if ndim is not None else None
             j = k
             while run is not None and j < len(body) and self.fusable(body[j], run):
                 self._add(body[j], run)
                 j += 1
             if run is not None and self._worth(run):
-                out += self.emit(run, body[j:])
+                out += self.emit(run, body[j:], out)
                 k = j
             else:
                 out.append(body[k])
@@ -192,19 +249,30 @@ class _Fuser:
 
     def _worth(self, run: _Run) -> bool:
         """A run pays when it saves at least one array pass: two statements, or a sum of an expression."""
-        if not run.inputs:
+        if not any(self.array_ndim(v) == run.ndim for v in run.inputs):
             return False
         if len(run.stmts) > 1:
             return True
         (s,) = run.stmts
         return bool(run.reductions) and not isinstance(s.value.args[0], gast.Name)
 
-    def emit(self, run: _Run, rest: list) -> list:
-        """``if rt.same_shape(inputs): <loop> else: <the run as it was>``."""
+    def emit(self, run: _Run, rest: list, out: list) -> list:
+        """``if <the inputs' shapes agree>: <loop> else: <the run as it was>``.
+
+        Basis definitions at the end of ``out`` that only the run reads are
+        taken off it: the loop computes their elements. A Jacobian of the
+        run's one output in ``rest`` may be written by the loop directly
+        (see :meth:`_jacobian_use`).
+        """
         later = {n.id for s in rest for n in gast.walk(s) if isinstance(n, gast.Name)}
-        first = run.inputs[0]
+        bases = self._take_bases(run, later, out)  # input → its definition, computed in the loop
+        full = [v for v in run.inputs if self.array_ndim(v) == run.ndim and v not in bases]
+        rows = [v for v in run.inputs if self.array_ndim(v) == run.ndim - 1]  # broadcast along the leading axis
+        spaces = [b.value.args[2].id for b in bases.values()]  # the arrays the bases' rows are shaped like
+        nested = bool(rows or bases)
         index = self.namer.fresh("_i")
-        flat = {v: self.namer.fresh(f"_{v}") for v in run.inputs}
+        outer, inner = (self.namer.fresh("_k"), self.namer.fresh("_j")) if nested else (None, index)
+        flat = {v: self.namer.fresh(f"_{v}") for v in run.inputs if v not in bases}
         element = {}  # array → its scalar at the current element
 
         def elem(var: str) -> str:
@@ -215,14 +283,20 @@ class _Fuser:
         before, body, after = [], [], []
         outputs = [v for v in _ordered_targets(run) if v in later and self.array_ndim(v) is not None]
         loaded: set[str] = set()
+        element_assigned: set[str] = set()
 
         def load(var):
             if var in run.inputs and var not in loaded and var not in element_assigned:
                 loaded.add(var)
-                body.append(assign(elem(var), gast.Subscript(value=name(flat[var]), slice=name(index),
-                                                             ctx=gast.Load())))
-
-        element_assigned: set[str] = set()
+                if var in bases:  # direction k of a basis is the unit vector of element offset + j... of its space
+                    _, offset, _ = bases[var].value.args
+                    at = name(inner) if isinstance(offset, gast.Constant) and offset.value == 0 else \
+                        gast.BinOp(left=copy.deepcopy(offset), op=gast.Add(), right=name(inner))
+                    unit = gast.Compare(left=name(outer), ops=[gast.Eq()], comparators=[at])
+                    body.append(assign(elem(var), gast.IfExp(test=unit, body=const(1.0), orelse=const(0.0))))
+                    return
+                at = inner if var in rows else index
+                body.append(assign(elem(var), gast.Subscript(value=name(flat[var]), slice=name(at), ctx=gast.Load())))
 
         class _Scalarize(gast.NodeTransformer):
             def visit_Name(inner, node):  # noqa: N805
@@ -262,25 +336,185 @@ class _Fuser:
                 element_assigned.add(target)
                 if target in run.inputs and target not in outputs:
                     outputs.append(target)
-        for v in outputs:
-            if v not in run.inputs:
-                dtype = self.types[v].dtype
-                before.append(assign(v, call("np.empty", gast.Attribute(value=name(first), attr="shape",
-                                                                         ctx=gast.Load()),
-                                             dotted(f"np.{dtype}"))))
-                flat[v] = self.namer.fresh(f"_{v}")
-            target = gast.Subscript(value=name(flat[v]), slice=name(index), ctx=gast.Store())
-            after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
+
+        # the extents: the leading axis and the size of a row (the loop runs over every element of the run's shape)
+        if full:
+            shape = _attr(full[0], "shape")
+            lead = gast.Subscript(value=_attr(full[0], "shape"), slice=const(0), ctx=gast.Load())
+        else:
+            count, _, space = next(iter(bases.values())).value.args
+            lead = copy.deepcopy(count)
+            shape = gast.BinOp(left=gast.Tuple(elts=[copy.deepcopy(count)], ctx=gast.Load()), op=gast.Add(),
+                               right=_attr(space.id, "shape"))
+        row = _attr((rows + spaces)[0], "size") if nested else None
+        jacobian = self._jacobian_use(run, rest, outputs, bases, full)
+        orelse = [copy.deepcopy(d) for d in reversed(bases.values())] + copy.deepcopy(run.stmts)
+        if jacobian is not None:  # the loop writes the Jacobian block (out.shape + x.shape) row by row
+            use, jac = jacobian, self.namer.fresh("_jac")
+            x = use.args[3].id
+            out_shape = _attr(use.args[1].id, "shape")
+            block_shape = gast.BinOp(left=out_shape, op=gast.Add(), right=_attr(x, "shape"))
+            before.append(assign(jac, call("np.empty", block_shape,
+                                          dotted(f"np.{self.types[outputs[0]].dtype}"))))
+            flat[jac] = self.namer.fresh(f"_{jac}")
+            at = gast.BinOp(left=gast.BinOp(left=name(inner), op=gast.Mult(), right=_attr(x, "size")),
+                            op=gast.Add(), right=name(outer))
+            after.append(gast.Assign(targets=[gast.Subscript(value=name(flat[jac]), slice=at, ctx=gast.Store())],
+                                     value=name(elem(outputs[0])), type_comment=None))
+            orelse.append(assign(jac, copy.deepcopy(use)))
+            _replace(rest, use, name(jac))
+        else:
+            for v in outputs:
+                if v not in run.inputs:
+                    dtype = self.types[v].dtype
+                    before.append(assign(v, call("np.empty", copy.deepcopy(shape), dotted(f"np.{dtype}"))))
+                    flat[v] = self.namer.fresh(f"_{v}")
+                target = gast.Subscript(value=name(flat[v]), slice=name(index), ctx=gast.Store())
+                after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
         views = [assign(flat[v], call("rt.flat", name(v))) for v in flat]
         live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
         loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
-        loop = gast.For(target=name(index, store=True),
-                        iter=call("range", gast.Attribute(value=name(first), attr="size", ctx=gast.Load())),
-                        body=loop_body, orelse=[], type_comment=None)
-        if len(run.inputs) == 1:
+        if jacobian is not None:  # rows outside, directions inside: the block is written in order
+            fixed, moving = _regroup(loop_body, outer)
+            loop = _for(inner, row, fixed + [_for(outer, _attr(x, "size"), moving)])
+        elif nested:  # for _k in range(lead): for _j in range(row): _i = _k * row + _j
+            at = assign(index, gast.BinOp(left=gast.BinOp(left=name(outer), op=gast.Mult(), right=row),
+                                          op=gast.Add(), right=name(inner)))
+            loop = _for(outer, lead, [_for(inner, copy.deepcopy(row), [at] + loop_body)])
+        else:
+            loop = _for(index, _attr(full[0], "size"), loop_body)
+        checks = [call("rt.same_shape", *[name(v) for v in full])] if len(full) > 1 else []
+        if full and (rows or spaces):
+            checks.append(call("rt.rows_match", name(full[0]), *[name(v) for v in rows + spaces]))
+        elif len(rows + spaces) > 1:
+            checks.append(call("rt.same_shape", *[name(v) for v in rows + spaces]))
+        if jacobian is not None:  # the output's primal has the rows' shape (true of a tangent; the loop writes by it)
+            checks.append(call("rt.same_shape", name(jacobian.args[1].id), name((rows + spaces)[0])))
+        checks += [gast.Compare(left=copy.deepcopy(d.value.args[0]), ops=[gast.Eq()], comparators=[copy.deepcopy(lead)])
+                   for d in bases.values() if gast.dump(d.value.args[0]) != gast.dump(lead)]
+        if not checks:
             return before + views + [loop]
-        check = call("rt.same_shape", *[name(v) for v in run.inputs])
-        return [gast.If(test=check, body=before + views + [loop], orelse=copy.deepcopy(run.stmts))]
+        check = checks[0] if len(checks) == 1 else gast.BoolOp(op=gast.And(), values=checks)
+        return [gast.If(test=check, body=before + views + [loop], orelse=orelse)]
+
+    def _take_bases(self, run: _Run, later: set[str], out: list) -> dict:
+        """The inputs of ``run`` defined as ``v = rt.basis(count, offset, x)`` at the end of ``out`` (``x`` an
+        array of the run's rows) and read nowhere after the run: their definitions, taken off ``out``."""
+        taken: dict = {}
+        while self.broadcast and run.ndim >= 2 and out:
+            s = out[-1]
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                    and isinstance(s.value, gast.Call) and attr_chain(s.value.func) == "rt.basis"
+                    and len(s.value.args) == 3 and not s.value.keywords):
+                break
+            v, space = s.targets[0].id, s.value.args[2]
+            if v not in run.inputs or v in later or v in taken or not isinstance(space, gast.Name) \
+                    or self.array_ndim(space.id) != run.ndim - 1 \
+                    or any(isinstance(n, gast.Name) and n.id in taken for n in gast.walk(s.value)):
+                break
+            taken[v] = out.pop()
+        return taken
+
+    def _jacobian_use(self, run: _Run, rest: list, outputs: list, bases: dict, full: list):
+        """The call ``rt.jacobian(t, out, 0, x)`` that is the only read in ``rest`` of the run's only output
+        ``t``, where the run's only direction input is the basis of all of ``x``'s directions (then the loop
+        can write the Jacobian itself); else None."""
+        if full or len(bases) != 1 or len(outputs) != 1 or outputs[0] in run.inputs:
+            return None
+        (basis,) = bases.values()
+        offset, space = basis.value.args[1], basis.value.args[2]
+        if not (isinstance(offset, gast.Constant) and offset.value == 0):
+            return None
+        t = outputs[0]
+        reads = [n for s in rest for n in gast.walk(s) if isinstance(n, gast.Name) and n.id == t]
+        uses = [n for s in rest for n in gast.walk(s) if isinstance(n, gast.Call)
+                and attr_chain(n.func) == "rt.jacobian" and len(n.args) == 4
+                and isinstance(n.args[0], gast.Name) and n.args[0].id == t]
+        if len(reads) != 1 or len(uses) != 1:
+            return None
+        (use,) = uses
+        out_arg, offset_arg, x_arg = use.args[1:]
+        if isinstance(out_arg, gast.Name) and self.array_ndim(out_arg.id) == run.ndim - 1 \
+                and isinstance(offset_arg, gast.Constant) and offset_arg.value == 0 \
+                and isinstance(x_arg, gast.Name) and x_arg.id == space.id:
+            return use
+        return None
+
+
+def _regroup(body: list, index: str) -> tuple[list, list]:
+    """The statements of ``body`` (a loop over ``index``) that do not change with ``index``, and the others, with
+    the factors of each product or quotient that do not change grouped: ``t * p / q`` becomes ``t * (p / q)``
+    where only ``t`` does, so ``p / q`` is computed once outside the loop (a rounding of its own: the result
+    may differ in the last bit)."""
+    varying = {index}
+
+    def varies(expr) -> bool:
+        return any(isinstance(n, gast.Name) and n.id in varying for n in gast.walk(expr))
+
+    def factors(node, inverted: bool, numerators: list, denominators: list) -> None:
+        if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
+            factors(node.left, inverted, numerators, denominators)
+            factors(node.right, inverted != isinstance(node.op, gast.Div), numerators, denominators)
+        else:
+            (denominators if inverted else numerators).append(node)
+
+    def chain(numerators: list, denominators: list):
+        out = numerators[0] if numerators else const(1.0)
+        for f in numerators[1:]:
+            out = gast.BinOp(left=out, op=gast.Mult(), right=f)
+        for f in denominators:
+            out = gast.BinOp(left=out, op=gast.Div(), right=f)
+        return out
+
+    class _Regroup(gast.NodeTransformer):
+        def visit_BinOp(self, node):
+            if not isinstance(node.op, (gast.Mult, gast.Div)):
+                return self.generic_visit(node)
+            numerators, denominators = [], []
+            factors(node, False, numerators, denominators)
+            fixed = [f for f in numerators if not varies(f)], [f for f in denominators if not varies(f)]
+            moving = [f for f in numerators if varies(f)], [f for f in denominators if varies(f)]
+            if not (moving[0] or moving[1]) or len(fixed[0]) + 2 * len(fixed[1]) < 2:
+                return self.generic_visit(node)
+            fixed = [[self.visit(f) for f in part] for part in fixed]
+            moving = [[self.visit(f) for f in part] for part in moving]
+            grouped = chain(*fixed)
+            if not moving[0]:
+                return chain([grouped], moving[1])
+            return gast.BinOp(left=chain(*moving), op=gast.Mult(), right=grouped)
+
+    regroup = _Regroup()
+    fixed, moving = [], []
+    for s in body:
+        regroup.visit(s)
+        target = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else None
+        if isinstance(target, gast.Name) and not varies(s.value):
+            fixed.append(s)
+            continue
+        moving.append(s)
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                varying.add(n.id)
+    return fixed, moving
+
+
+def _attr(var: str, attr: str) -> gast.Attribute:
+    return gast.Attribute(value=name(var), attr=attr, ctx=gast.Load())
+
+
+def _replace(statements: list, node, replacement) -> None:
+    """Put ``replacement`` where ``node`` is among ``statements`` (in place)."""
+    class _Swap(gast.NodeTransformer):
+        def visit(self, n):
+            return replacement if n is node else super().visit(n)
+
+    for s in statements:
+        _Swap().visit(s)
+
+
+def _for(index: str, stop, body: list) -> gast.For:
+    """``for index in range(stop): body``."""
+    return gast.For(target=name(index, store=True), iter=call("range", stop), body=body, orelse=[], type_comment=None)
 
 
 def _ordered_targets(run: _Run) -> list[str]:

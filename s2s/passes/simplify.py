@@ -40,7 +40,7 @@ import gast
 from ..astutil import attr_chain, const, names_read
 from ..rules import lookup_spelling
 
-__all__ = ["simplify"]
+__all__ = ["pure", "simplify"]
 
 _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 _TEMP = re.compile(r"^_(t|parts|vjp)\d+(_adj\d*)?$")
@@ -98,7 +98,7 @@ _PURE_FUNCTIONS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar
                                                                                 default=frozenset())
 
 
-def _pure(expr) -> bool:
+def pure(expr) -> bool:
     """Whether evaluating ``expr`` has no effect but its value (and may move or go).
 
     A call is pure when its rule says so (``rt.assign_into`` writes into its argument) or it calls a
@@ -225,7 +225,7 @@ def _scan(nodes: list, known: list = ()) -> tuple[dict[str, int], dict[str, int]
         elif isinstance(node, gast.Call):
             if isinstance(node.func, gast.Attribute):
                 writes.update(_loads(node.func.value))
-            memory = memory or not _pure(node)
+            memory = memory or not pure(node)
     return reads, assigns, writes, memory
 
 
@@ -247,7 +247,7 @@ def _inline(block, counts, facts: _Facts) -> bool:
     while k < len(block):
         s = block[k]
         if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and _TEMP.match(s.targets[0].id)
-                and counts.get(s.targets[0].id) == 1 and _pure(s.value)):
+                and counts.get(s.targets[0].id) == 1 and pure(s.value)):
             k += 1
             continue
         target, operands = s.targets[0].id, set(_loads(s.value))
@@ -409,9 +409,9 @@ def _tidy(block, scalars) -> list:
         for field_name, inner in blocks.items():
             setattr(s, field_name, inner)
         if isinstance(s, gast.If) and all(isinstance(b, gast.Pass) for b in s.body + s.orelse) \
-                and _pure(s.test):
+                and pure(s.test):
             continue
-        if isinstance(s, gast.For) and all(isinstance(b, gast.Pass) for b in s.body) and _pure(s.iter):
+        if isinstance(s, gast.For) and all(isinstance(b, gast.Pass) for b in s.body) and pure(s.iter):
             continue
         if isinstance(s, (gast.If, gast.For, gast.While)) and not s.body:
             s.body = [gast.Pass()]
@@ -426,7 +426,7 @@ def _dead(block, live_after: set[str], counts) -> bool:
     live = set(live_after)
     for k in range(len(block) - 1, -1, -1):
         s = block[k]
-        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and _pure(s.value):
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and pure(s.value):
             target = s.targets[0].id
             if counts.get(target, 0) == 0 or target not in live:
                 del block[k]
@@ -449,7 +449,7 @@ def _dead_everywhere(block, counts) -> bool:
     changed = False
     for k in range(len(block) - 1, -1, -1):
         s = block[k]
-        if isinstance(s, (gast.Assign, gast.AugAssign)) and _pure(s.value) and isinstance(
+        if isinstance(s, (gast.Assign, gast.AugAssign)) and pure(s.value) and isinstance(
                 s.targets[0] if isinstance(s, gast.Assign) else s.target, gast.Name) \
                 and counts.get((s.targets[0] if isinstance(s, gast.Assign) else s.target).id, 0) == 0:
             del block[k]
