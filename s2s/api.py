@@ -150,8 +150,9 @@ class Transformed:
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
-        # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once
-        compile_now = self.target == "cpu" and (transform != "vjp" or bool(extra_types))
+        # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once;
+        # an unfused entry is source for another transform (a Hessian's gradient): Numba compiles it if it is called
+        compile_now = fuse and self.target == "cpu" and (transform != "vjp" or bool(extra_types))
         if cache is None:
             module = builder.module(key, program)
             function, adjoint = self._load(module, key + extra_types, compile_now or bool(module.adjoint))
@@ -162,7 +163,7 @@ class Transformed:
                 if module is None:
                     module = builder.module(key, program, cache=True)
                     module.filename = str(cache.store(digest, module))
-                compile_now = compile_now or self.target == "cpu" and bool(module.adjoint)
+                compile_now = compile_now or fuse and self.target == "cpu" and bool(module.adjoint)
                 function, adjoint = self._load(module, key + extra_types, compile_now)
                 if compile_now:
                     cache.seal(digest)

@@ -620,14 +620,23 @@ class _Generator:
         value = ret.elts[0] if has_aux else ret
         aux = [copy.deepcopy(ret.elts[1])] if has_aux else []
         if vector:
+            # a parameter the body rebinds: its Jacobian block is shaped by the argument (kept under a name of its own)
+            rebound = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
+                       and isinstance(n.ctx, gast.Store)}
+            given = {p: namer.fresh(f"_{p}_given") for p in active_params if p in rebound}
+            for s in pre:
+                if isinstance(s.value, gast.Call) and len(s.value.args) == 3 and isinstance(s.value.args[2], gast.Name) \
+                        and s.value.args[2].id in given:
+                    s.value.args[2] = name(given[s.value.args[2].id])
+            pre[:0] = [assign(g, name(p)) for p, g in given.items()]
             jacs = []
             for v in value.elts if isinstance(value, gast.Tuple) else [value]:  # per output: per argument
                 tangent = ft.output(v)
                 if not isinstance(tangent, gast.Name):
                     body.append(assign(namer.fresh("_tangent"), tangent))
                     tangent = name(body[-1].targets[0].id)
-                blocks = [call("rt.jacobian", copy.deepcopy(tangent), copy.deepcopy(v), copy.deepcopy(o), name(p))
-                          for o, p in zip(offsets, active_params)]
+                blocks = [call("rt.jacobian", copy.deepcopy(tangent), copy.deepcopy(v), copy.deepcopy(o),
+                               name(given.get(p, p))) for o, p in zip(offsets, active_params)]
                 jacs.append(blocks[0] if single else gast.Tuple(elts=blocks, ctx=gast.Load()))
             jac = gast.Tuple(elts=jacs, ctx=gast.Load()) if isinstance(value, gast.Tuple) else jacs[0]
             result = gast.Tuple(elts=[jac] + aux, ctx=gast.Load()) if has_aux else jac

@@ -7,7 +7,7 @@ the source after every pass of every stage::
 
     front       fence → positional parameters → None parameters (s2s.program, per user function)
     normalise   lift nested functions → flatten containers → dict records → resolve → control flow
-                → comprehensions → sequences → A-normal form → split tuples
+                → comprehensions → sequences → A-normal form → split tuples → rename rebindings
     then s2s.build types the program (Numba) and differentiates it
     (s2s.passes.reverse / s2s.passes.forward), and runs on each generated function:
     primal      numpy in-place → simplify → fuse primal        (the user's functions)
@@ -43,6 +43,7 @@ from .passes import (
     none_params,
     params,
     records,
+    rename,
     resolve,
     sequences,
     simplify,
@@ -148,6 +149,7 @@ NORMALISE = [
     Pass("sequences", lambda fn, ctx: sequences.lower(fn, ctx.namer, ctx.src.unsupported)),
     Pass("A-normal form", lambda fn, ctx: anf.normalize(fn, ctx.namer, ctx.src.unsupported)),
     Pass("split tuples", lambda fn, ctx: tuples.split(fn, ctx.namer)),
+    Pass("rename rebindings", lambda fn, ctx: rename.rename(fn, rename.rebound(fn), ctx.namer)),
 ]
 
 

@@ -281,3 +281,59 @@ def test_a_dict_argument_passed_to_numpy_is_refused(target):
     with pytest.raises(s2s.UnsupportedError, match=r"container argument .* to `np.asarray`") as info:
         s2s.grad(dict_to_numpy, target=target)({"a": 1.0, "b": 2.0})
     assert "return np.sum(np.asarray(d))" in str(info.value)
+
+
+def differences(x):
+    x = x[1:] - x[:-1]  # a parameter rebound to an array of another shape
+    return np.sum(x ** 2)
+
+
+def sine_of_tail(x):
+    x = np.sin(x[1:]) * x[0]
+    return np.sum(x ** 3)
+
+
+def rebound_every_other(x):
+    y = x * 2.0
+    y = y[::2]  # a variable rebound to an array of another shape
+    return np.sum(np.sin(y) * y)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn", [differences, sine_of_tail, rebound_every_other])
+def test_a_name_rebound_to_another_shape(fn, target):
+    """Each binding of a name had one adjoint: the gradient reset it to zeros shaped like the later binding
+    (``ValueError: operands could not be broadcast`` from inside the generated code)."""
+    check_grads(fn, (np.array([0.3, 1.2, 2.5, -0.7, 0.9]),), order=2, target=target)
+
+
+def head_times_sum(x):
+    x = np.sum(x) * x[:2]
+    return x
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_jacfwd_of_a_parameter_rebound_to_another_shape(target):
+    """``jacfwd`` shaped the Jacobian block by the parameter's last binding: (2, 2) instead of (2, 5), no error."""
+    x = np.array([0.3, 1.2, 2.5, -0.7, 0.9])
+    jac = s2s.jacfwd(head_times_sum, target=target)(x)
+    expected = np.sum(x) * np.eye(5)[:2] + x[:2, None]
+    assert jac.shape == (2, 5)
+    assert np.allclose(jac, expected, rtol=1e-13)
+
+
+def tails_in_a_loop(x):
+    for _ in range(2):
+        x = x[1:] * x[0]  # rebound inside a loop: one variable, shapes (5,) → (4,) → (3,)
+    return x
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_jacfwd_of_a_parameter_rebound_in_a_loop(target):
+    x = np.array([0.3, 1.2, 2.5, -0.7, 0.9])
+    jac = s2s.jacfwd(tails_in_a_loop, target=target)(x)
+    eps = 1e-6
+    fd = np.stack([(tails_in_a_loop(x + eps * e) - tails_in_a_loop(x - eps * e)) / (2 * eps) for e in np.eye(5)],
+                  axis=-1)
+    assert jac.shape == (3, 5)
+    assert np.allclose(jac, fd, rtol=1e-6, atol=1e-9)

@@ -35,7 +35,7 @@ import gast
 
 from ..astutil import names_read, names_written
 
-__all__ = ["rename"]
+__all__ = ["rebound", "rename"]
 
 
 class _Use(gast.NodeTransformer):
@@ -55,6 +55,23 @@ def rename(fn: gast.FunctionDef, names: set[str], namer) -> gast.FunctionDef:
     params = {a.id for a in fn.args.args}
     _block(fn.body, names, namer, {n: n for n in names}, set(params) & names, set())
     return fn
+
+
+def rebound(fn: gast.FunctionDef) -> set[str]:
+    """The names ``fn`` binds again: parameters it assigns, and variables it assigns more than once.
+
+    A value and its rebinding may differ in shape (``x = x[1:] - x[:-1]``) as well as in type; each binding
+    gets an adjoint of its own once these names are renamed.
+
+    >>> sorted(rebound(gast.parse("def f(x, y):\n    x = x[1:]\n    z = y\n    z = z * 2\n    w = z").body[0]))
+    ['x', 'z']
+    """
+    params = {a.id for a in fn.args.args}
+    counts: dict[str, int] = {}
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    return {v for v, c in counts.items() if c > 1 or v in params}
 
 
 def _block(body: list, names: set[str], namer, current: dict, bound: set, later: set) -> None:
