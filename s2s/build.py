@@ -625,8 +625,8 @@ class _Generator:
                        and isinstance(n.ctx, gast.Store)}
             given = {p: namer.fresh(f"_{p}_given") for p in active_params if p in rebound}
             for s in pre:
-                if isinstance(s.value, gast.Call) and len(s.value.args) == 3 and isinstance(s.value.args[2], gast.Name) \
-                        and s.value.args[2].id in given:
+                args = s.value.args if isinstance(s.value, gast.Call) else []
+                if len(args) == 3 and isinstance(args[2], gast.Name) and args[2].id in given:
                     s.value.args[2] = name(given[s.value.args[2].id])
             pre[:0] = [assign(g, name(p)) for p, g in given.items()]
             jacs = []

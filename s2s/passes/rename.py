@@ -63,7 +63,13 @@ def rebound(fn: gast.FunctionDef) -> set[str]:
     A value and its rebinding may differ in shape (``x = x[1:] - x[:-1]``) as well as in type; each binding
     gets an adjoint of its own once these names are renamed.
 
-    >>> sorted(rebound(gast.parse("def f(x, y):\n    x = x[1:]\n    z = y\n    z = z * 2\n    w = z").body[0]))
+    >>> fn = gast.parse('''
+    ... def f(x, y):
+    ...     x = x[1:]
+    ...     z = y
+    ...     z = z * 2
+    ...     return z''').body[0]
+    >>> sorted(rebound(fn))
     ['x', 'z']
     """
     params = {a.id for a in fn.args.args}
