@@ -75,30 +75,13 @@ from .batching import (
 from .codegen import IMPORTS
 from .errors import CompileError, UnsupportedError
 from .generated import Module, compile_error
+from .rules import lookup_spelling
 
 __all__ = ["kernel_entry", "Launcher", "THREADS_PER_BLOCK"]
 
 #: threads per block of the kernels (fewer when the batch is smaller)
 THREADS_PER_BLOCK = 128
 
-#: NumPy functions numba.cuda compiles on scalars as they are
-NUMPY_ON_DEVICE = frozenset({
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-    "arctanh", "log", "log2", "log10", "hypot", "maximum", "minimum", "deg2rad", "rad2deg",
-    "float64", "float32", "int64", "int32", "bool_"})
-#: NumPy functions on scalars that numba.cuda lacks, and their ``math`` spelling (same values on scalars)
-NUMPY_AS_MATH = {"exp": "math.exp", "expm1": "math.expm1", "log1p": "math.log1p", "sqrt": "math.sqrt",
-                 "fabs": "math.fabs", "isnan": "math.isnan", "isinf": "math.isinf", "isfinite": "math.isfinite"}
-#: NumPy functions on scalars written as Python operators in kernels
-NUMPY_AS_OPERATOR = {"abs": "abs", "absolute": "abs", "power": "**", "square": "** 2", "negative": "-",
-                     "exp2": "2.0 **", "sign": "sign"}
-#: builtins a kernel may call (``min``/``max`` of two values become conditional expressions)
-BUILTINS_ON_DEVICE = frozenset({"range", "len", "abs", "float", "int", "bool", "round", "min", "max", "slice"})
-#: runtime helpers that allocate nothing on scalar arguments; besides them a kernel may call
-#: ``rt.jacobian(t, out, k, x)`` of a scalar ``out`` and ``x`` (an element of ``t``) and ``rt.flat`` of a 1-D
-#: array (the array itself in a kernel)
-RUNTIME_ON_DEVICE = frozenset({"unbroadcast", "unreduce", "select", "broadcast_like", "reversed_range",
-                               "reversed_steps"})
 _SCALARS = (types.Number, types.Boolean, types.NoneType, types.Omitted, types.Literal, types.RangeType)
 _NO_ALLOCATION = "a kernel cannot allocate: an array is an argument, a view of one, an output row, or a " \
                  "fixed-size local array (assigned once at the top of the function, with the same shape for " \
@@ -337,18 +320,22 @@ class _KernelRules:
                                       "the kernel is built, or no recording, are needed")
             raise self.error(f"an array allocation (`{label}.{name}` returning {result})", line)
         args = [typed.typemap[a.name] for a in expr.args]
+        spelling = {"numpy": f"np.{name}", "builtins": name}.get(where, f"rt.{name}")
+        rule = lookup_spelling(spelling) if where in ("numpy", "builtins") or where.startswith("s2s_runtime") \
+            else None
+        on_device = rule is not None and rule.device is not None
         if where == "numpy":
-            if name not in NUMPY_ON_DEVICE | set(NUMPY_AS_MATH) | set(NUMPY_AS_OPERATOR):
+            if not on_device:
                 raise self.error(f"`np.{name}`", line, hint="numba.cuda has no such NumPy function; kernels "
                                  "run scalar code and the `math` functions")
         elif where.startswith("s2s_runtime"):
             scalars = [isinstance(t, _SCALARS) for t in args]
-            allowed = name == "jacobian" and all(scalars[1:]) or name in RUNTIME_ON_DEVICE and all(scalars)
+            allowed = on_device and (all(scalars) or name == "jacobian" and all(scalars[1:]))
             if not allowed:
                 raise self.error(f"`rt.{name}` on {', '.join(str(a) for a in args)}", line,
                                  hint="only scalar forms of a few runtime helpers run in a kernel")
         elif where == "builtins":
-            if name not in BUILTINS_ON_DEVICE:
+            if not on_device:
                 raise self.error(f"`{name}`", line, hint="kernels run scalar code")
             if name in ("min", "max") and (len(expr.args) != 2 or expr.vararg is not None):
                 raise self.error(f"`{name}` of {len(expr.args)} values", line, hint="kernels take min/max of two")
@@ -493,41 +480,34 @@ class _ForDevice(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
         name = attr_chain(node.func) or ""
-        short = name[3:] if name.startswith("np.") else None
-        if short in NUMPY_AS_MATH:
-            return ast.copy_location(ast.Call(func=_parse(NUMPY_AS_MATH[short]), args=node.args,
-                                              keywords=node.keywords), node)
-        if short in NUMPY_AS_OPERATOR:
-            spelled = NUMPY_AS_OPERATOR[short]
-            args = node.args
-            if spelled == "abs":
-                new = ast.Call(func=ast.Name(id="abs", ctx=ast.Load()), args=args, keywords=[])
-            elif spelled == "**":
-                new = ast.BinOp(left=args[0], op=ast.Pow(), right=args[1])
-            elif spelled == "** 2":
-                new = ast.BinOp(left=args[0], op=ast.Pow(), right=ast.Constant(value=2))
-            elif spelled == "-":
-                new = ast.UnaryOp(op=ast.USub(), operand=args[0])
-            elif spelled == "sign":  # np.sign: 1.0, -1.0, or the zero (or nan) itself
-                if not isinstance(args[0], (ast.Name, ast.Constant)):
-                    raise self.rules.error("`np.sign` of an expression", node.lineno,
-                                           hint="kernels take np.sign of a variable")
-                v = astor.to_source(args[0]).strip()
-                new = _parse(f"1.0 if {v} > 0 else (-1.0 if {v} < 0 else {v} * 0.0)")
-            else:
-                new = ast.BinOp(left=ast.Constant(value=2.0), op=ast.Pow(), right=args[0])
-            return ast.copy_location(new, node)
-        if name == "rt.flat" and len(node.args) == 1:  # of a 1-D array (checked): the array itself
-            return node.args[0]
-        if name in ("min", "max") and len(node.args) == 2:
-            a, b = node.args
-            if not all(isinstance(x, (ast.Name, ast.Constant)) for x in (a, b)):
-                raise self.rules.error(f"`{name}` of expressions", node.lineno,
-                                       hint="kernels take min/max of two variables or constants")
-            test = ast.Compare(left=copy.deepcopy(b), ops=[ast.Lt() if name == "min" else ast.Gt()],
-                               comparators=[copy.deepcopy(a)])
-            return ast.copy_location(ast.IfExp(test=test, body=copy.deepcopy(b), orelse=copy.deepcopy(a)), node)
-        return node
+        rule = lookup_spelling(name) if name else None
+        if rule is None or rule.device is None or node.keywords \
+                or rule.device == f"{rule.name}({', '.join(rule.params)})":
+            return node
+        bound = dict(zip(rule.params, node.args))
+        spelled = _parse(rule.device)
+        uses = [n for n in ast.walk(spelled) if isinstance(n, ast.Name) and n.id in rule.params]
+        for param in {n.id for n in uses}:
+            if param not in bound:
+                raise self.rules.error(f"`{name}` of {len(node.args)} values", node.lineno,
+                                       hint=f"a kernel spells it `{rule.device}`")
+            if sum(n.id == param for n in uses) > 1 and not _simple(bound[param]):
+                raise self.rules.error(f"`{name}` of an expression", node.lineno,
+                                       hint=f"a kernel spells it `{rule.device}`: pass a variable")
+
+        class _Put(ast.NodeTransformer):
+            def visit_Name(self, n):
+                return copy.deepcopy(bound[n.id]) if n.id in bound else n
+
+        return ast.copy_location(_Put().visit(spelled), node)
+
+
+def _simple(expr: ast.expr) -> bool:
+    """Whether ``expr`` may be written twice: a variable, a constant, or an element of a variable."""
+    if isinstance(expr, ast.Subscript):
+        index = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        return isinstance(expr.value, ast.Name) and all(isinstance(i, (ast.Name, ast.Constant)) for i in index)
+    return isinstance(expr, (ast.Name, ast.Constant))
 
 
 def _parse(text: str) -> ast.expr:

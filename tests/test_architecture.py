@@ -104,10 +104,7 @@ def test_no_import_circle():
 
 # ---------------------------------------------------------------------- facts about functions live in the rules
 #: side lists of function names not yet moved into the rule tables (issue 11): this list only shrinks
-NOT_YET_IN_RULES = {
-    ("s2s/cuda.py", "NUMPY_ON_DEVICE"), ("s2s/cuda.py", "NUMPY_AS_MATH"), ("s2s/cuda.py", "NUMPY_AS_OPERATOR"),
-    ("s2s/cuda.py", "BUILTINS_ON_DEVICE"), ("s2s/cuda.py", "RUNTIME_ON_DEVICE"),
-}
+NOT_YET_IN_RULES: set = set()
 #: collections of names that are not functions (attribute names that NumPy also has as functions)
 NOT_FUNCTIONS = {("s2s/passes/resolve.py", "_ALLOWED_ATTRIBUTES")}
 

@@ -49,6 +49,15 @@ def mixed(x):
     return x[0] * np.sin(x[1]) + np.sqrt(x[2] ** 2 + 1.0) - min(x[0], x[2]) + abs(x[1] - 1.0)
 
 
+def spelled(x):
+    return np.exp(x[1]) * x[0] + np.power(x[2], 3.0) + np.square(x[0]) + np.exp2(x[1]) + np.abs(x[2]) \
+        + max(x[0], x[1])
+
+
+def sign_of_an_expression(x):
+    return np.sign(x[0] - x[1]) * x[2]  # marker: sign
+
+
 def scalar(a, c):
     return a * a * c + np.exp(-a)
 
@@ -184,6 +193,26 @@ def test_cuda_kernel_source_is_scalar_code():
     assert "min(" not in kernel  # min of two values: a conditional expression
     for allocation in ("np.zeros", "np.empty", "rt.reserve", "[]"):
         assert allocation not in kernel
+
+
+@cuda_only
+def test_cuda_spells_numpy_as_the_rules_device_fact_says():
+    batched = s2s.vmap(spelled, target="cuda")
+    np.testing.assert_allclose(batched(P), [spelled(p) for p in P], rtol=1e-12)
+    kernel = batched.source(P).split("import s2s_runtime as rt")[1]
+    for numpy_name in ("np.exp", "np.power", "np.square", "np.exp2", "np.abs", "max("):
+        assert numpy_name not in kernel, numpy_name
+    assert "math.exp(" in kernel and "** 3.0" in kernel and "** 2" in kernel and "2.0 **" in kernel
+    grads = s2s.vmap(s2s.grad(spelled), target="cuda")(P)
+    for b in range(len(P)):
+        np.testing.assert_allclose(grads[b], numerical_grad(spelled, (P[b],), 0), rtol=1e-6, atol=1e-9)
+
+
+@cuda_only
+def test_cuda_a_template_using_an_argument_twice_takes_a_variable():
+    with pytest.raises(UnsupportedError, match="of an expression") as info:
+        s2s.vmap(sign_of_an_expression, target="cuda")(P)
+    assert info.value.filename == __file__
 
 
 @cuda_only

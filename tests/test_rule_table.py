@@ -361,6 +361,8 @@ for _fn in (rt.zeros_stack, rt.last_item):
 for _fn in (rt.assign_into, rt.norm_jvp, rt.norm_vjp, rt.prod_jvp, rt.prod_vjp, rt.same_shape, rt.rows_match,
             rt.solve_vjp_a, rt.solve_vjp_b):
     COVERED_ELSEWHERE[_fn] = "facts only (purity, freshness), no derivative: differentiating it raises NoRuleError"
+for _fn in (np.float64, np.float32, np.int64, np.int32, np.bool_, slice):
+    COVERED_ELSEWHERE[_fn] = "facts only (their spelling in a CUDA kernel: tests/test_cuda.py), no derivative"
 
 #: Rules whose second order s2s cannot do yet: it must raise NoRuleError (never a wrong number).
 SECOND_ORDER_GAPS = {

@@ -111,7 +111,7 @@ def _load_tables() -> None:
 def _load() -> None:
     import s2s_runtime
 
-    from . import builtin_rules, math_rules, numpy_rules, operator_rules, runtime_rules  # noqa: F401
+    from . import builtin_rules, device_rules, math_rules, numpy_rules, operator_rules, runtime_rules  # noqa: F401
 
     # generated code calls the runtime's spelling of a NumPy function (``rt.sum`` for ``np.sum`` with an
     # axis): differentiating that code again uses the NumPy function's rule

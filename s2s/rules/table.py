@@ -54,6 +54,7 @@ class Rule:
     vector: str | None = None  # the runtime's SIMD kernel for it (``rt.vm.exp``), called on arrays and in element loops
     method: str | None = None  # the array method that calls it: ``x.sum()`` is ``np.sum(x)``
     stacks_list: bool = False  # ``np.array([...])``: the list's items stacked along a new first axis
+    device: str | None = None  # its spelling in a CUDA kernel on scalars, a template over params (device_rules)
 
     def bind(self, args: list, keywords: dict) -> dict | None:
         """Map call arguments to parameter names (defaults as parsed source); None if they do not fit."""
