@@ -139,7 +139,7 @@ class Transformed:
                 scalar_output = True
             if transform != "jit":
                 transform = {"grad": "jacfwd", "jacrev": "jacfwd"}.get(transform, transform)
-            if transform not in ("jacfwd", "jvp", "jit"):
+            if transform not in ("jacfwd", "jvp", "jvp_tangent", "jit"):
                 raise S2SError(f"s2s.{self.transform} of a transformed function is not supported; "
                                "use grad, jacfwd, jacrev, hessian or jvp")
         nums = self.nums(len(structures))
@@ -150,9 +150,8 @@ class Transformed:
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
-        # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once;
-        # an unfused entry is source for another transform (a Hessian's gradient): Numba compiles it if it is called
-        compile_now = fuse and self.target == "cpu" and (transform != "vjp" or bool(extra_types))
+        # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once
+        compile_now = self.target == "cpu" and (transform != "vjp" or bool(extra_types))
         if cache is None:
             module = builder.module(key, program)
             function, adjoint = self._load(module, key + extra_types, compile_now or bool(module.adjoint))
@@ -163,7 +162,7 @@ class Transformed:
                 if module is None:
                     module = builder.module(key, program, cache=True)
                     module.filename = str(cache.store(digest, module))
-                compile_now = compile_now or fuse and self.target == "cpu" and bool(module.adjoint)
+                compile_now = compile_now or self.target == "cpu" and bool(module.adjoint)
                 function, adjoint = self._load(module, key + extra_types, compile_now)
                 if compile_now:
                     cache.seal(digest)

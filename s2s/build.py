@@ -45,7 +45,7 @@ from .program import Program
 
 __all__ = ["Builder"]
 
-TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jit")
+TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jvp_tangent", "jacfwd", "jacrev", "jit")
 
 
 def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
@@ -155,7 +155,7 @@ class Builder:
         elif self.transform == "vjp" and self.split_vjp and (
                 sweeps := generator.split_vjp_root(typed, self.argnums, self.has_aux, self.single)) is not None:
             entry, adjoint = sweeps
-        elif self.transform in ("jvp", "jacfwd"):
+        elif self.transform in ("jvp", "jvp_tangent", "jacfwd"):
             entry = generator.forward_root(typed, self.transform, self.argnums, self.has_aux, self.single)
         elif self.transform == "jacrev":
             entry = generator.jacrev_root(typed, self.argnums, self.has_aux, self.single)
@@ -640,15 +640,17 @@ class _Generator:
                 jacs.append(blocks[0] if single else gast.Tuple(elts=blocks, ctx=gast.Load()))
             jac = gast.Tuple(elts=jacs, ctx=gast.Load()) if isinstance(value, gast.Tuple) else jacs[0]
             result = gast.Tuple(elts=[jac] + aux, ctx=gast.Load()) if has_aux else jac
+        elif transform == "jvp_tangent":  # s2s.jvp(f, ...)[1] in user code: what only the value needs goes
+            result = ft.output(value)
         else:
             result = gast.Tuple(elts=[copy.deepcopy(value), ft.output(value)] + aux, ctx=gast.Load())
         copies = self._entry_copies(fn, activity)
-        if transform == "jvp":  # a written argument's tangent is written too: copy the caller's tangent
+        if transform != "jacfwd":  # a written argument's tangent is written too: copy the caller's tangent
             copies += [assign(namer.tangent(c.targets[0].id), call("np.copy", name(namer.tangent(c.targets[0].id))))
                        for c in copies if c.targets[0].id in active_params]
         body = copies + pre + body + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
-        inputs = params + ([namer.tangent(p) for p in active_params] if transform == "jvp" else [])
+        inputs = params + ([namer.tangent(p) for p in active_params] if transform != "jacfwd" else [])
         ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed),
                                types=self._generated_types(typed, namer, vector) if self.fuse_loops else None)
         self.functions.append(pipeline.run("forward", self._function(entry, inputs, body, fn), ctx))

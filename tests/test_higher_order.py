@@ -177,6 +177,37 @@ def test_hessian_vector_product_is_jvp_of_grad():
         np.testing.assert_allclose(hv, h @ v, rtol=1e-12, atol=1e-14)
 
 
+def hvp_inside(x, v):
+    return s2s.jvp(s2s.grad(chain_loop), (x,), (v,))[1]  # JAX's idiom: only the tangent is computed
+
+
+def weighted_loss(x, w):
+    return np.sum(w * np.sin(x) ** 2)
+
+
+def hvp_in_x(x, w, v):
+    return s2s.jvp(s2s.grad(weighted_loss), (x, w), (v, np.zeros_like(w)))[1]  # w held fixed
+
+
+def grad_and_hvp(x, v):
+    out = s2s.jvp(s2s.grad(chain_loop), (x,), (v,))
+    return out[0] + out[1]
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_hessian_vector_product_inside_jit(target):
+    v = np.array([0.3, -1.0, 2.0, 0.5])
+    h = chain_loop_hessian(X4)
+    np.testing.assert_allclose(s2s.jit(hvp_inside, target=target)(X4, v), h @ v, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(s2s.jit(grad_and_hvp, target=target)(X4, v), chain_loop_grad(X4) + h @ v,
+                               rtol=1e-12, atol=1e-14)
+    w = np.array([0.5, 1.5, -2.0, 1.0])
+    expected = 2.0 * w * np.cos(2.0 * X4) * v  # the Hessian of sum(w sin(x)^2) in x is diagonal
+    np.testing.assert_allclose(s2s.jit(hvp_in_x, target=target)(X4, w, v), expected, rtol=1e-12, atol=1e-14)
+    source = s2s.source(s2s.jit(hvp_in_x, target=target), X4, w, v)
+    assert "_jvp_tangent(x, w, v)" in source, source  # no tangent passed for w
+
+
 def test_hessian_with_respect_to_second_argument():
     def f(c, x):
         return c * np.sum(x * x * x) + np.sum(np.sin(x)) * c * c

@@ -298,7 +298,7 @@ def call_stub(transformed):
         return _stubs[id(transformed)][1]
 
     # a jvp takes its tangents after the primals: one per differentiated argument
-    tangents = 0 if transformed.transform != "jvp" else \
+    tangents = 0 if transformed.transform not in ("jvp", "jvp_tangent") else \
         1 if isinstance(transformed.argnums, int) else len(transformed.argnums)
 
     def stub(*args):

@@ -174,7 +174,7 @@ class _Resolver(gast.NodeTransformer):
             return self._method_call(node)
         maker = None if isinstance(func, gast.Name) and func.id in self.program.module_functions() \
             else self._maybe_value(func)
-        if getattr(maker, "__module__", None) == "s2s.api" and getattr(maker, "__name__", None) == "jvp":
+        if self._is_jvp(maker):
             return self._jvp_call(node, func)
         if maker is np.array and node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
             # a nested literal is stacked row by row: np.array([[a, b], [c, d]]) -> np.array([np.array([a, b]), ...])
@@ -253,19 +253,46 @@ class _Resolver(gast.NodeTransformer):
         params.bind(node, params.from_signature(fn, self.constant), fn.__name__,
                     lambda message: self.src.error(S2SError, message, self.stmt))
 
-    def _jvp_call(self, node, func):
-        """``s2s.jvp(f, (x, y), (tx, ty))`` in user code: a call of the generated jvp of ``f``."""
+    @staticmethod
+    def _is_jvp(maker) -> bool:
+        return getattr(maker, "__module__", None) == "s2s.api" and getattr(maker, "__name__", None) == "jvp"
+
+    def visit_Subscript(self, node):
+        """``s2s.jvp(f, ...)[1]``: a call of the jvp that computes only the tangent (no work for the value)."""
+        call_ = node.value
+        if isinstance(call_, gast.Call) and isinstance(call_.func, (gast.Name, gast.Attribute)) \
+                and not self._is_local(call_.func) and self._is_jvp(self._maybe_value(call_.func)) \
+                and isinstance(node.slice, gast.Constant) and node.slice.value == 1:
+            return self._jvp_call(call_, call_.func, "jvp_tangent")
+        return self.generic_visit(node)
+
+    def _jvp_call(self, node, func, transform: str = "jvp"):
+        """``s2s.jvp(f, (x, y), (tx, ty))`` in user code: a call of the generated jvp of ``f`` (``transform``
+        ``jvp_tangent``: of the one that returns only the tangent)."""
         if len(node.args) != 3 or node.keywords or not all(isinstance(a, gast.Tuple) for a in node.args[1:]) \
                 or len(node.args[1].elts) != len(node.args[2].elts):
             raise self._unsupported("this form of s2s.jvp", hint="write s2s.jvp(f, (x, ...), (x_dot, ...))")
         target = node.args[0]
-        if not isinstance(target, (gast.Name, gast.Attribute)) or self._is_local(target):
+        if isinstance(target, gast.Call):  # s2s.jvp(s2s.grad(f), ...): a Hessian-vector product
+            fn = self._transform_value(target)
+        elif isinstance(target, (gast.Name, gast.Attribute)) and not self._is_local(target):
+            fn = self._value_of(target)
+        else:
             raise self._unsupported("s2s.jvp of a function computed in the function")
         primals, tangents = node.args[1].elts, node.args[2].elts
-        transformed = TransformRequest(self._value_of(target), "jvp", tuple(range(len(primals))))
+        # a tangent written as zero (0.0, None, np.zeros_like(p)) holds its argument fixed: no tangent is computed
+        moving = tuple(k for k, t in enumerate(tangents) if not self._is_zero(t)) or (0,)
+        transformed = TransformRequest(fn, transform, moving)
         node.func = located(name(self.program.transformed_name(transformed)), func)
-        node.args = [self.visit(a) for a in primals + tangents]
+        node.args = [self.visit(a) for a in primals + [tangents[k] for k in moving]]
         return node
+
+    def _is_zero(self, node) -> bool:
+        """Whether ``node`` spells a zero tangent: ``0``, ``0.0``, ``None`` or ``np.zeros_like(...)``."""
+        if isinstance(node, gast.Constant):
+            return node.value is None or type(node.value) in (int, float) and node.value == 0
+        return isinstance(node, gast.Call) and isinstance(node.func, (gast.Name, gast.Attribute)) \
+            and not self._is_local(node.func) and self._maybe_value(node.func) is np.zeros_like
 
     def _maybe_value(self, node):
         if isinstance(node, (gast.Name, gast.Attribute)) and not self._is_local(node):
