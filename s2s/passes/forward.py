@@ -334,7 +334,7 @@ class ForwardTransform:
         if z_ndim and full and all(full) and rule.stacks:
             # every tangent has z's shape (after the direction axis): the template broadcasts to it as it is
             expr.s2s_whole = self.directions is not None
-        elif z_ndim and (dropped_array or not same_rank):
+        elif z_ndim and (dropped_array or not same_rank) and not (rule.multilinear and tangents):
             expr = call("rt.broadcast_like", expr, name(z))
         return expr
 

@@ -118,6 +118,7 @@ defrule(np.outer, "a, b", fresh=True, jvp="np.outer(a_dot, b) + np.outer(a, b_do
         vjp=("rt.outer_vjp_a(z_adj, a, b)", "rt.outer_vjp_b(z_adj, a, b)"))
 defrule(np.inner, "a, b", impl="rt.inner", jvp="rt.inner(a_dot, b) + rt.inner(a, b_dot)",
         vjp=("rt.inner_vjp_a(z_adj, a, b)", "rt.inner_vjp_b(z_adj, a, b)"))
+mark(np.dot, np.matmul, np.outer, np.inner, multilinear=True)
 defrule(np.linalg.solve, "a, b", jvp="np.linalg.solve(a, b_dot - rt.matvec(a_dot, z))",
         vjp=("rt.solve_vjp_a(z_adj, a, b, z)", "rt.solve_vjp_b(z_adj, a, b, z)"))
 defrule(np.linalg.det, "a", jvp="z * np.trace(np.linalg.solve(a, a_dot))",

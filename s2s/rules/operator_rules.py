@@ -39,6 +39,7 @@ defrule(operator.mod, "x, y",
 defrule(operator.matmul, "x, y",
         jvp="x_dot @ y + x @ y_dot",
         vjp=("rt.dot_vjp_a(z_adj, x, y)", "rt.dot_vjp_b(z_adj, x, y)"))
+mark(operator.matmul, multilinear=True)
 
 # ------------------------------------------------ integer and boolean results
 defnondiff("x, y", operator.floordiv, operator.lt, operator.le, operator.gt, operator.ge,

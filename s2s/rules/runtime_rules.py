@@ -40,6 +40,9 @@ for _vjp_b in (rt.dot_vjp_b, rt.inner_vjp_b, rt.outer_vjp_b):  # g spread agains
     _name = canonical_name(_vjp_b)
     defrule(_vjp_b, "g, a, b", nondiff=("b",), fresh=True, jvp=f"{_name}(g_dot, a, b) + {_name}(g, a_dot, b)")
 defrule(rt.matvec, "m, v", jvp="rt.matvec(m_dot, v) + rt.matvec(m, v_dot)")
+# each term has the result's shape as it is: a tangent left out (zero) needs no rt.broadcast_like
+mark(rt.dot_vjp_a, rt.inner_vjp_a, rt.outer_vjp_a, rt.dot_vjp_b, rt.inner_vjp_b, rt.outer_vjp_b, rt.matvec,
+     multilinear=True)
 
 # -------------------------------------------- re-arranging an adjoint: linear in it
 defrule(rt.cumsum_vjp, "g, a, axis", nondiff=("a", "axis"), fresh=True, jvp="rt.cumsum_vjp(g_dot, a, axis)")

@@ -55,6 +55,7 @@ class Rule:
     method: str | None = None  # the array method that calls it: ``x.sum()`` is ``np.sum(x)``
     stacks_list: bool = False  # ``np.array([...])``: the list's items stacked along a new first axis
     device: str | None = None  # its spelling in a CUDA kernel on scalars, a template over params (device_rules)
+    multilinear: bool = False  # each term of the forward rule is the call with one argument's tangent in its place
 
     def bind(self, args: list, keywords: dict) -> dict | None:
         """Map call arguments to parameter names (defaults as parsed source); None if they do not fit."""
