@@ -41,7 +41,7 @@ def test_verbose_names_every_stage_and_pass(capsys, monkeypatch, transform, stag
     assert sorted(shown) == sorted(stages)
     for stage in stages:
         assert shown[stage] == [p.name for p in pipeline.STAGES[stage]]
-    assert shown["normalise"][-1] == "split tuples"
+    assert shown["normalise"][-1] == "rename rebindings"
 
 
 def test_quiet_without_verbose(capsys, monkeypatch):
