@@ -19,13 +19,12 @@ name in both targets.
 from __future__ import annotations
 
 import numpy as np
-from numba import literal_unroll
 from numba.core import types
 
 from .helper_cache import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
-           "broadcast_like", "basis", "jacobian", "batch_like", "same_shape", "flat",
+           "broadcast_like", "basis", "jacobian", "batch_like", "flat",
            "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows"]
 
 
@@ -358,60 +357,6 @@ def _batch_like_nb(first, n):
     if isinstance(first, types.Boolean):
         return lambda first, n: np.empty(n, np.bool_)
     return lambda first, n: np.empty(n, type(first))
-
-
-def same_shape(*arrays) -> bool:
-    """Whether all ``arrays`` have one shape (the condition of a fused loop).
-
-    >>> same_shape(np.zeros(3), np.ones(3)), same_shape(np.zeros(3), np.ones((1, 3)))
-    (True, False)
-    """
-    return all(np.shape(a) == np.shape(arrays[0]) for a in arrays)
-
-
-@overload(same_shape)
-def _same_shape_nb(*arrays):
-    if isinstance(arrays, tuple) and len(arrays) == 1 and isinstance(arrays[0], types.BaseTuple):
-        arrays = arrays[0].types
-    ndims = {a.ndim for a in arrays}
-    if len(ndims) > 1:
-        return lambda *arrays: False
-
-    def impl(*arrays):
-        first = arrays[0].shape
-        for a in literal_unroll(arrays):
-            if a.shape != first:
-                return False
-        return True
-
-    return impl
-
-
-def rows_match(first, *rows) -> bool:
-    """Whether every one of ``rows`` has the shape of one row of ``first`` (``first.shape[1:]``).
-
-    The condition of a fused loop that reads ``rows`` broadcast along ``first``'s leading axis.
-
-    >>> rows_match(np.zeros((4, 3)), np.ones(3)), rows_match(np.zeros((4, 3)), np.ones(4))
-    (True, False)
-    """
-    return all(np.shape(r) == np.shape(first)[1:] for r in rows)
-
-
-@overload(rows_match)
-def _rows_match_nb(first, *rows):
-    if isinstance(rows, tuple) and len(rows) == 1 and isinstance(rows[0], types.BaseTuple):
-        rows = rows[0].types
-    if any(r.ndim != first.ndim - 1 for r in rows):
-        return lambda first, *rows: False
-
-    def impl(first, *rows):
-        for r in literal_unroll(rows):
-            if r.shape != first.shape[1:]:
-                return False
-        return True
-
-    return impl
 
 
 def flat(a):

@@ -165,22 +165,39 @@ def into_variant(module: Module, outputs: list, arguments: list | None = None) -
 
 
 def _decide_shape_tests(fn: ast.FunctionDef, params: list[str], arguments: list) -> ast.FunctionDef:
-    """``fn`` with each ``if rt.same_shape(x, y):`` on parameters replaced by the branch it takes.
+    """``fn`` with each ``if x.shape == y.shape:`` on parameters replaced by the branch it takes.
 
     Every example's arguments have the example's shapes, so the test (the
-    fusion pass's guard of a fused loop) has one outcome for all of them.
+    fusion pass's guard of a fused loop: shapes and ``x.shape[1:]`` compared,
+    joined by ``and``) has one outcome for all of them.
     """
     stores, _ = bindings(fn)
     copies = Counter(s.targets[0].id for s in fn.body if _is_copy_of_itself(s))
     shapes = {p: np.shape(a) for p, a in zip(params, arguments) if stores[p] == copies[p]}
 
+    def shape(node):  # the shape `p.shape` or `p.shape[1:]` spells, or None
+        rest = isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
+            and isinstance(node.slice.lower, ast.Constant) and node.slice.upper is None and node.slice.step is None
+        attr = node.value if rest else node
+        if isinstance(attr, ast.Attribute) and attr.attr == "shape" and isinstance(attr.value, ast.Name) \
+                and attr.value.id in shapes:
+            return shapes[attr.value.id][node.slice.lower.value:] if rest else shapes[attr.value.id]
+        return None
+
+    def outcome(test):  # True, False, or None where the test is not about parameters' shapes
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            parts = [outcome(v) for v in test.values]
+            return None if None in parts else all(parts)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            left, right = shape(test.left), shape(test.comparators[0])
+            return None if left is None or right is None else left == right
+        return None
+
     def decide(body: list) -> list:
         out = []
         for stmt in body:
-            test = getattr(stmt, "test", None)
-            if isinstance(stmt, ast.If) and isinstance(test, ast.Call) and attr_chain(test.func) == "rt.same_shape" \
-                    and test.args and all(isinstance(a, ast.Name) and a.id in shapes for a in test.args):
-                same = len({shapes[a.id] for a in test.args}) == 1
+            same = outcome(stmt.test) if isinstance(stmt, ast.If) else None
+            if same is not None:
                 out += decide(stmt.body if same else stmt.orelse)
                 continue
             for field in ("body", "orelse"):

@@ -358,8 +358,7 @@ for _fn in (rt.trip_count, rt.snapshot_count, rt.revolve_start, rt.revolve_next,
     COVERED_ELSEWHERE[_fn] = "checkpointed loops: tests/test_checkpoint.py (hessian of one against differences)"
 for _fn in (rt.zeros_stack, rt.last_item):
     COVERED_ELSEWHERE[_fn] = "comprehensions and tuples indexed at run time: tests/test_language.py"
-for _fn in (rt.assign_into, rt.norm_jvp, rt.norm_vjp, rt.prod_jvp, rt.prod_vjp, rt.same_shape, rt.rows_match,
-            rt.solve_vjp_a, rt.solve_vjp_b):
+for _fn in (rt.assign_into, rt.norm_jvp, rt.norm_vjp, rt.prod_jvp, rt.prod_vjp, rt.solve_vjp_a, rt.solve_vjp_b):
     COVERED_ELSEWHERE[_fn] = "facts only (purity, freshness), no derivative: differentiating it raises NoRuleError"
 for _fn in (np.float64, np.float32, np.int64, np.int32, np.bool_, slice):
     COVERED_ELSEWHERE[_fn] = "facts only (their spelling in a CUDA kernel: tests/test_cuda.py), no derivative"

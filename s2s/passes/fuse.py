@@ -16,7 +16,7 @@ arrays used after the run:
     >>> types = {"x": numba.float64[::1], "t": numba.float64[::1], "s": numba.float64}
     >>> print(to_source(gast.Module(body=fuse(body, types, Namer({"x", "t", "s"})), type_ignores=[])))
     s = 0.0
-    _x = rt.flat(x)
+    _x = x.reshape(x.size)
     for _i in range(x.size):
         x_i = _x[_i]
         t_i = np.exp(-x_i)
@@ -24,15 +24,14 @@ arrays used after the run:
     return s
 
 With several input arrays the loop runs only when they all have the same
-shape (``if rt.same_shape(a, b):``, checked at run time); otherwise the
+shape (``if b.shape == a.shape:``, checked at run time); otherwise the
 original statements run, so broadcasting stays right.
 
 With ``broadcast=True`` (forward mode's vector code) a run over arrays of
 rank r may also read arrays of rank r - 1, which NumPy broadcasts along the
 leading axis: a tangent with a leading direction axis times its primal. The
-loop then runs over the leading axis and the rest (``rt.rows_match(t, x)``
-checks at run time that ``x.shape == t.shape[1:]``), reading ``x`` at the
-inner index only. Before fusing, statements that neither make nor read an
+loop then runs over the leading axis and the rest (``t.shape[1:] == x.shape``
+is checked at run time), reading ``x`` at the inner index only. Before fusing, statements that neither make nor read an
 array of the body's highest rank move ahead of those that do, where they
 read and rebind nothing between (pure assignments only): the primal work of
 a vector-mode function runs once, not once per direction, and the tangent
@@ -348,9 +347,11 @@ class _Fuser:
                                right=_attr(space.id, "shape"))
         row = _attr((rows + spaces)[0], "size") if nested else None
         jacobian = self._jacobian_use(run, rest, outputs, bases, full)
+        jac_name = None
         orelse = [copy.deepcopy(d) for d in reversed(bases.values())] + copy.deepcopy(run.stmts)
         if jacobian is not None:  # the loop writes the Jacobian block (out.shape + x.shape) row by row
             use, jac = jacobian, self.namer.fresh("_jac")
+            jac_name = jac
             x = use.args[3].id
             out_shape = _attr(use.args[1].id, "shape")
             block_shape = gast.BinOp(left=out_shape, op=gast.Add(), right=_attr(x, "shape"))
@@ -371,7 +372,8 @@ class _Fuser:
                     flat[v] = self.namer.fresh(f"_{v}")
                 target = gast.Subscript(value=name(flat[v]), slice=name(index), ctx=gast.Store())
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
-        views = [assign(flat[v], call("rt.flat", name(v))) for v in flat]
+        allocated = {v for v in outputs if v not in run.inputs} | {jac_name}
+        views = [assign(flat[v], self._flat(v, v in allocated)) for v in flat]
         live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
         loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
         if jacobian is not None:  # rows outside, directions inside: the block is written in order
@@ -383,19 +385,30 @@ class _Fuser:
             loop = _for(outer, lead, [_for(inner, copy.deepcopy(row), [at] + loop_body)])
         else:
             loop = _for(index, _attr(full[0], "size"), loop_body)
-        checks = [call("rt.same_shape", *[name(v) for v in full])] if len(full) > 1 else []
-        if full and (rows or spaces):
-            checks.append(call("rt.rows_match", name(full[0]), *[name(v) for v in rows + spaces]))
-        elif len(rows + spaces) > 1:
-            checks.append(call("rt.same_shape", *[name(v) for v in rows + spaces]))
+        # shape tests written out (a.shape == b.shape): a helper would be one more Numba compilation per signature
+        checks = [_shape_equal(_attr(v, "shape"), full[0]) for v in full[1:]]
+        if full:
+            row_shape = gast.Subscript(value=_attr(full[0], "shape"), slice=gast.Slice(lower=const(1), upper=None,
+                                                                                       step=None), ctx=gast.Load())
+            checks += [_shape_equal(copy.deepcopy(row_shape), v) for v in rows + spaces]
+        else:
+            checks += [_shape_equal(_attr(v, "shape"), (rows + spaces)[0]) for v in (rows + spaces)[1:]]
         if jacobian is not None:  # the output's primal has the rows' shape (true of a tangent; the loop writes by it)
-            checks.append(call("rt.same_shape", name(jacobian.args[1].id), name((rows + spaces)[0])))
+            checks.append(_shape_equal(_attr(jacobian.args[1].id, "shape"), (rows + spaces)[0]))
         checks += [gast.Compare(left=copy.deepcopy(d.value.args[0]), ops=[gast.Eq()], comparators=[copy.deepcopy(lead)])
                    for d in bases.values() if gast.dump(d.value.args[0]) != gast.dump(lead)]
         if not checks:
             return before + views + [loop]
         check = checks[0] if len(checks) == 1 else gast.BoolOp(op=gast.And(), values=checks)
         return [gast.If(test=check, body=before + views + [loop], orelse=orelse)]
+
+    def _flat(self, var: str, allocated: bool) -> gast.Call:
+        """``var`` as a 1-D view: ``var.reshape(var.size)`` where it is C-contiguous (an array the loop
+        allocates, or one of that type), else ``rt.flat(var)`` (a copy where it is not contiguous)."""
+        t = self.types.get(var)
+        if allocated or isinstance(t, nbtypes.Array) and t.layout == "C":
+            return call(gast.Attribute(value=name(var), attr="reshape", ctx=gast.Load()), _attr(var, "size"))
+        return call("rt.flat", name(var))
 
     def _take_bases(self, run: _Run, later: set[str], out: list) -> dict:
         """The inputs of ``run`` defined as ``v = rt.basis(count, offset, x)`` at the end of ``out`` (``x`` an
@@ -496,6 +509,11 @@ def _regroup(body: list, index: str) -> tuple[list, list]:
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                 varying.add(n.id)
     return fixed, moving
+
+
+def _shape_equal(shape, var: str) -> gast.Compare:
+    """``shape == var.shape``."""
+    return gast.Compare(left=shape, ops=[gast.Eq()], comparators=[_attr(var, "shape")])
 
 
 def _attr(var: str, attr: str) -> gast.Attribute:

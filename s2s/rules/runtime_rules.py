@@ -154,8 +154,6 @@ deffacts("g, a, axis, keepdims", rt.prod_vjp, fresh=True)
 deffacts("g, x, norm, ord, axis, keepdims", rt.norm_vjp, fresh=True)
 deffacts("t, a, axis, keepdims", rt.prod_jvp)
 deffacts("t, x, norm, ord, axis, keepdims", rt.norm_jvp)
-deffacts("*arrays", rt.same_shape)
-deffacts("first, *rows", rt.rows_match)
 # ------------------------------------------------------------- Python sequences
 defnondiff("first, n", rt.zeros_stack)
 defrule(rt.last_item, "item, index, length", nondiff=("index", "length"),
