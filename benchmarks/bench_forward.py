@@ -15,8 +15,9 @@ Workloads (float64 throughout):
   with ``jax.lax.scan``; the faster of the two is JAX's time) vs ``autograd.jacobian``.
 * HVP: the Hessian-vector product of ``np.sum((np.tanh(x @ w1) @ w2 - y) ** 2)`` (batch 128, 784-256-10)
   w.r.t. ``w1`` along a random direction: ``s2s.jvp(s2s.grad(loss), (w1, w2, x, y), (v, 0, 0, 0))`` (forward
-  over reverse) vs ``jax.jit`` of ``jax.jvp`` of ``jax.grad`` vs ``autograd.hessian_vector_product`` (reverse
-  over reverse), beside a hand-written NumPy HVP (the floor).
+  over reverse; it returns the gradient too) and the same ``[1]`` inside ``s2s.jit`` (benchmarks/s2s_hvp.py:
+  the tangent alone, as JAX's jitted row computes it) vs ``jax.jit`` of ``jax.jvp`` of ``jax.grad`` vs
+  ``autograd.hessian_vector_product`` (reverse over reverse), beside a hand-written NumPy HVP (the floor).
 * VJP: ``w · J`` of the JAC recurrence at n = 10000: one call of the pullback of ``s2s.vjp(recurrence, x)``
   (split mode: the adjoint sweep alone) vs a whole ``s2s.grad`` of ``np.sum(w * recurrence(x))`` (written as
   one function) vs JAX's pullback (``jax.vjp`` under ``jit``, the pullback applied under ``jit``). The aim:
@@ -404,6 +405,15 @@ def s2s_hvp(data):
     return lambda: s2s.jvp(g, primals, tangents)[1]
 
 
+def s2s_hvp_jit(data):
+    _s2s()  # skips the row where s2s is not installed
+    from s2s_hvp import mlp_hvp as hvp  # the JAX idiom inside s2s.jit (benchmarks/s2s_hvp.py)
+
+    h = _s2s().jit(hvp)
+    args = tuple(data[k] for k in ("w1", "w2", "x", "y", "v"))
+    return lambda: h(*args)
+
+
 def jax_hvp(data):
     jax = _jax()
     import jax.numpy as jnp
@@ -448,6 +458,7 @@ ROWS = [
     ("JAC", "autograd", "autograd jacobian", "jacrev", autograd_jacobian),
     ("HVP", "numpy", "hand NumPy", "hvp", numpy_hvp),
     ("HVP", "s2s", "s2s jvp(grad)", "hvp", s2s_hvp),
+    ("HVP", "s2s", "s2s jit(jvp(grad)[1])", "hvp", s2s_hvp_jit),
     ("HVP", "jax", "JAX jit(jvp(grad))", "hvp", jax_hvp),
     ("HVP", "autograd", "autograd hvp", "hvp", autograd_hvp),
     ("VJP", "s2s", "s2s grad (whole)", "grad", s2s_vjp_grad),
