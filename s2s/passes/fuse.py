@@ -16,7 +16,7 @@ arrays used after the run:
     >>> types = {"x": numba.float64[::1], "t": numba.float64[::1], "s": numba.float64}
     >>> print(to_source(gast.Module(body=fuse(body, types, Namer({"x", "t", "s"})), type_ignores=[])))
     s = 0.0
-    _x = x.reshape(x.size)
+    _x = rt.flat(x)
     for _i in range(x.size):
         x_i = _x[_i]
         t_i = np.exp(-x_i)
@@ -347,11 +347,9 @@ class _Fuser:
                                right=_attr(space.id, "shape"))
         row = _attr((rows + spaces)[0], "size") if nested else None
         jacobian = self._jacobian_use(run, rest, outputs, bases, full)
-        jac_name = None
         orelse = [copy.deepcopy(d) for d in reversed(bases.values())] + copy.deepcopy(run.stmts)
         if jacobian is not None:  # the loop writes the Jacobian block (out.shape + x.shape) row by row
             use, jac = jacobian, self.namer.fresh("_jac")
-            jac_name = jac
             x = use.args[3].id
             out_shape = _attr(use.args[1].id, "shape")
             block_shape = gast.BinOp(left=out_shape, op=gast.Add(), right=_attr(x, "shape"))
@@ -372,8 +370,7 @@ class _Fuser:
                     flat[v] = self.namer.fresh(f"_{v}")
                 target = gast.Subscript(value=name(flat[v]), slice=name(index), ctx=gast.Store())
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
-        allocated = {v for v in outputs if v not in run.inputs} | {jac_name}
-        views = [assign(flat[v], self._flat(v, v in allocated)) for v in flat]
+        views = [assign(flat[v], call("rt.flat", name(v))) for v in flat]
         live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
         loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
         if jacobian is not None:  # rows outside, directions inside: the block is written in order
@@ -401,14 +398,6 @@ class _Fuser:
             return before + views + [loop]
         check = checks[0] if len(checks) == 1 else gast.BoolOp(op=gast.And(), values=checks)
         return [gast.If(test=check, body=before + views + [loop], orelse=orelse)]
-
-    def _flat(self, var: str, allocated: bool) -> gast.Call:
-        """``var`` as a 1-D view: ``var.reshape(var.size)`` where it is C-contiguous (an array the loop
-        allocates, or one of that type), else ``rt.flat(var)`` (a copy where it is not contiguous)."""
-        t = self.types.get(var)
-        if allocated or isinstance(t, nbtypes.Array) and t.layout == "C":
-            return call(gast.Attribute(value=name(var), attr="reshape", ctx=gast.Load()), _attr(var, "size"))
-        return call("rt.flat", name(var))
 
     def _take_bases(self, run: _Run, later: set[str], out: list) -> dict:
         """The inputs of ``run`` defined as ``v = rt.basis(count, offset, x)`` at the end of ``out`` (``x`` an
