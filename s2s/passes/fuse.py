@@ -25,20 +25,24 @@ arrays used after the run:
 
 With several input arrays the loop runs only when they all have the same
 shape (``if b.shape == a.shape:``, checked at run time); otherwise the
-original statements run, so broadcasting stays right.
-
-With ``broadcast=True`` (forward mode's vector code) a run over arrays of
-rank r may also read arrays of rank r - 1, which NumPy broadcasts along the
-leading axis: a tangent with a leading direction axis times its primal. The
-loop then runs over the leading axis and the rest (``t.shape[1:] == x.shape``
-is checked at run time), reading ``x`` at the inner index only. Before fusing, statements that neither make nor read an
-array of the body's highest rank move ahead of those that do, where they
-read and rebind nothing between (pure assignments only): the primal work of
-a vector-mode function runs once, not once per direction, and the tangent
-statements become one run. Sums go through
+original statements run, so broadcasting stays right. Sums go through
 ``rt.vm.reduce_add``, which LLVM splits into partial sums in vector lanes (a
 fixed order, the same every run). Assumes the statements were simplified
 (expressions inlined).
+
+With ``broadcast=True`` (forward mode) a run over arrays of rank r may also
+read arrays of rank r - 1, which NumPy broadcasts along the leading axis: a
+vector-mode tangent (a leading direction axis) times its primal. The loop
+then runs over the leading axis and the rest (``t.shape[1:] == x.shape`` is
+checked at run time), reading ``x`` at the inner index only. Before fusing,
+statements that neither make nor read an array of the body's highest rank
+move ahead of those that do, where they read and rebind nothing between
+(pure assignments only): the primal work runs once, not once per direction,
+and the tangent statements become one run. The unit vectors of an
+``rt.basis`` only the run reads are computed in the loop, and where the
+run's one output only feeds ``rt.jacobian`` the loop writes the Jacobian
+block itself, with the factors that do not change along a row grouped out
+of the direction loop.
 """
 
 from __future__ import annotations
@@ -54,7 +58,6 @@ from ..rules import lookup_spelling
 from .simplify import pure, simplify
 
 __all__ = ["fuse", "Namer"]
-
 
 
 def _fact(spelling: str, fact: str):
