@@ -600,7 +600,11 @@ class _Generator:
         namer = copy.deepcopy(fn.namer)
         pre, directions, offsets = [], None, []
         vector = transform == "jacfwd"
+        given = {}  # a parameter the body rebinds: its Jacobian block is shaped by the argument, kept by this name
         if vector:
+            rebound = {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+            given = {p: namer.fresh(f"_{p}_given") for p in active_params if p in rebound}
+            pre += [assign(g, name(p)) for p, g in given.items()]
             count = namer.fresh("_K")
             sizes = [gast.Attribute(value=name(p), attr="size", ctx=gast.Load()) if typed.is_array(p) else const(1)
                      for p in active_params]
@@ -611,7 +615,8 @@ class _Generator:
             offset = const(0)
             for p, size in zip(active_params, sizes):
                 offsets.append(copy.deepcopy(offset))
-                pre.append(assign(namer.tangent(p), call("rt.basis", name(count), copy.deepcopy(offset), name(p))))
+                pre.append(assign(namer.tangent(p), call("rt.basis", name(count), copy.deepcopy(offset),
+                                                         name(given.get(p, p)))))
                 offset = gast.BinOp(left=offset, op=gast.Add(), right=copy.deepcopy(size))
             directions = name(count)
         ft = ForwardTransform(typed, activity, namer, lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
@@ -620,15 +625,6 @@ class _Generator:
         value = ret.elts[0] if has_aux else ret
         aux = [copy.deepcopy(ret.elts[1])] if has_aux else []
         if vector:
-            # a parameter the body rebinds: its Jacobian block is shaped by the argument (kept under a name of its own)
-            rebound = {n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
-                       and isinstance(n.ctx, gast.Store)}
-            given = {p: namer.fresh(f"_{p}_given") for p in active_params if p in rebound}
-            for s in pre:
-                args = s.value.args if isinstance(s.value, gast.Call) else []
-                if len(args) == 3 and isinstance(args[2], gast.Name) and args[2].id in given:
-                    s.value.args[2] = name(given[s.value.args[2].id])
-            pre[:0] = [assign(g, name(p)) for p, g in given.items()]
             jacs = []
             for v in value.elts if isinstance(value, gast.Tuple) else [value]:  # per output: per argument
                 tangent = ft.output(v)
