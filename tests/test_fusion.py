@@ -209,3 +209,20 @@ def test_fuse_false_is_honoured():
         assert LOOP in fused.module.source
         assert LOOP not in unfused.module.source, unfused.module.source
         np.testing.assert_allclose(unfused.function(p, t), fused.function(p, t), rtol=1e-12)
+
+
+def rebound_after_a_view(x):
+    y = np.copy(x)
+    r = np.sum(y[0:4] * x[0])  # the gradient keeps the view `y[0:4]`: it needs y's values before the update
+    y -= np.sin(x[1])  # normalised to `y = y - ...`: a new array, not a write into y's memory
+    return r + np.sum(y * y) + y[2]
+
+
+def test_a_fused_rebinding_writes_a_new_array_not_the_old_ones_memory():
+    # Found by the compiled fuzz campaign (seed 3007): the fused loop of `y = y - c` wrote into y's old
+    # memory, which the view taken before still read; the gradient at x[0] came out 9.61 instead of 6.48
+    x = np.array([1.4, -0.9, -0.29, 0.5])
+    np.testing.assert_allclose(s2s.grad(rebound_after_a_view)(x), numerical_grad(rebound_after_a_view, (x,), 0),
+                               rtol=1e-7, atol=1e-9)
+    source = s2s.grad(rebound_after_a_view).source(x)
+    assert "y_new = np.empty(" in source and LOOP in source  # still fused

@@ -148,6 +148,8 @@ class _Fuser:
         """Whether statement ``s`` can join ``run``."""
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
             target, value = s.targets[0].id, s.value
+            if any(isinstance(r, gast.AugAssign) and r.target.id == target for r in run.stmts):
+                return False  # `v op= e` then `v = ...`: two arrays to write, the old and the new
             if self.array_ndim(target) == run.ndim:
                 if _fill_like(value) is not None and len(value.args) == 1 \
                         and isinstance(value.args[0], gast.Name) and self.array_ndim(value.args[0].id) == run.ndim:
@@ -282,7 +284,7 @@ class _Fuser:
                 element[var] = self.namer.fresh(f"{var}_i")
             return element[var]
 
-        before, body, after = [], [], []
+        before, body, after, tail = [], [], [], []
         outputs = [v for v in _ordered_targets(run) if v in later and self.array_ndim(v) is not None]
         loaded: set[str] = set()
         element_assigned: set[str] = set()
@@ -366,12 +368,17 @@ class _Fuser:
             orelse.append(assign(jac, copy.deepcopy(use)))
             _replace(rest, use, name(jac))
         else:
+            rebound = {s.targets[0].id for s in run.stmts if isinstance(s, gast.Assign)} & set(run.inputs)
             for v in outputs:
-                if v not in run.inputs:
+                buffer = v
+                if v in rebound:  # `v = f(v)` makes a new array: v's old memory may be a view's, read later
+                    buffer = self.namer.fresh(f"{v}_new")
+                    tail.append(assign(v, name(buffer)))
+                if buffer not in run.inputs:
                     dtype = self.types[v].dtype
-                    before.append(assign(v, call("np.empty", copy.deepcopy(shape), dotted(f"np.{dtype}"))))
-                    flat[v] = self.namer.fresh(f"_{v}")
-                target = gast.Subscript(value=name(flat[v]), slice=name(index), ctx=gast.Store())
+                    before.append(assign(buffer, call("np.empty", copy.deepcopy(shape), dotted(f"np.{dtype}"))))
+                    flat[buffer] = self.namer.fresh(f"_{buffer}")
+                target = gast.Subscript(value=name(flat[buffer]), slice=name(index), ctx=gast.Store())
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
         views = [assign(flat[v], call("rt.flat", name(v))) for v in flat]
         live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
@@ -398,9 +405,9 @@ class _Fuser:
         checks += [gast.Compare(left=copy.deepcopy(d.value.args[0]), ops=[gast.Eq()], comparators=[copy.deepcopy(lead)])
                    for d in bases.values() if gast.dump(d.value.args[0]) != gast.dump(lead)]
         if not checks:
-            return before + views + [loop]
+            return before + views + [loop] + tail
         check = checks[0] if len(checks) == 1 else gast.BoolOp(op=gast.And(), values=checks)
-        return [gast.If(test=check, body=before + views + [loop], orelse=orelse)]
+        return [gast.If(test=check, body=before + views + [loop] + tail, orelse=orelse)]
 
     def _take_bases(self, run: _Run, later: set[str], out: list) -> dict:
         """The inputs of ``run`` defined as ``v = rt.basis(count, offset, x)`` at the end of ``out`` (``x`` an
