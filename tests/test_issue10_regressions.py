@@ -337,3 +337,56 @@ def test_jacfwd_of_a_parameter_rebound_in_a_loop(target):
                   axis=-1)
     assert jac.shape == (3, 5)
     assert np.allclose(jac, fd, rtol=1e-6, atol=1e-9)
+
+
+def tails_summed(x):
+    for _ in range(3):
+        x = x[1:] * x[0]  # the loop's one variable shrinks each time round
+    return np.sum(x)
+
+
+def stepped_while(x):
+    s = 0.0
+    while x.size > 1:
+        x = x[::2] * 1.5
+        s += np.sum(x)
+    return s + np.sum(x)
+
+
+def rows_shrinking(a):
+    for _ in range(2):
+        a = a[1:, :] * a[:-1, :] + 0.5  # a matrix losing a row each time
+    return np.sum(a * a)
+
+
+def shrinking_in_a_nested_loop(x):
+    acc = 0.0
+    for _ in range(2):
+        y = x * 1.0
+        for _ in range(2):
+            y = y[1:] * y[:-1]
+            acc += np.sum(np.sin(y))
+    return acc
+
+
+def _shrink(x):
+    for _ in range(2):
+        x = np.cos(x[1:]) + x[:-1]
+    return x
+
+
+def through_a_callee(x):
+    return np.sum(_shrink(x) ** 2)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("fn, x", [(tails_summed, np.array([0.3, 1.2, 2.5, -0.7, 0.9])),
+                                   (stepped_while, np.linspace(0.3, 1.2, 8)),
+                                   (rows_shrinking, np.linspace(0.3, 1.2, 12).reshape(4, 3)),
+                                   (shrinking_in_a_nested_loop, np.linspace(0.3, 1.2, 6)),
+                                   (through_a_callee, np.linspace(0.3, 1.2, 6))])
+def test_gradient_of_an_array_rebound_to_another_shape_in_a_loop(fn, x, target):
+    """A loop variable had one adjoint, reset after each rebinding to zeros shaped like the *new* value
+    (NumPy's broadcasting error from inside the gradient). The shape before each rebinding is now recorded
+    on an integer tape and the adjoint restarts as zeros of that shape."""
+    check_grads(fn, (x,), order=2 if fn is tails_summed else 1, target=target)

@@ -187,7 +187,8 @@ def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
                     raise transform.fn.unsupported(f"recording `{var}` of type {t}", record["stmt"])
                 preamble.append(assign(var, value))
                 placed.add(var)
-    for var in sorted(transform.snapshot_vars - placed):  # a checkpointed loop snapshots them on entry
+    # a checkpointed loop snapshots them on entry; a shape is recorded before the first definition
+    for var in sorted((transform.snapshot_vars | transform.shape_taped) - placed):
         if var not in params and not first_top.get(var, False):
             preamble.append(assign(var, placeholder(transform.typed.type_of(var))))
     for tape in sorted(transform.counter_tapes):

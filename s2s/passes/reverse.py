@@ -6,7 +6,10 @@ pushed on a tape (``x_tape.append(x)``, lowered for scalars to an array and
 a counter by :mod:`s2s.passes.tapes`), and after the adjoint of that
 statement the sweep pops it back (``x = x_tape.pop()``), so every primal
 value the adjoint reads is the one the primal had at that point. Element
-writes record the element (``y_saved.append(y[i])``), never the array.
+writes record the element (``y_saved.append(y[i])``), never the array. A
+loop variable rebound to an array that may have another shape
+(``x = x[1:] * x[0]``) records only its extents before the rebinding, on an
+integer tape, and its adjoint restarts as zeros of that shape.
 Which of these pairs are needed is decided last (`to-be-recorded`):
 a push survives only where a value it restores is read later in the sweep.
 
@@ -133,6 +136,7 @@ class ReverseTransform:
         self.counter_tapes: set[str] = set()
         self.tape_budget = tape_budget  # bytes for the snapshots of a checkpointed loop
         self.snapshot_vars: set[str] = set()  # variables a checkpointed loop snapshots
+        self.shape_taped: set[str] = set()  # loop-carried arrays whose shapes are recorded (zero_by_shape)
         self.auto_checkpoint = auto_checkpoint  # checkpoint a loop whose tape would pass tape_budget
         self.step_sizes: list = []  # (literal, loop): a loop's tape bytes per step, set once the tapes are known
 
@@ -503,13 +507,52 @@ class ReverseTransform:
             else:
                 for t in _names(target):
                     if t in self.reset and t in self.activity.active:
-                        rev.append(self.zero(t))
+                        if self._may_reshape(s, t):
+                            pushes, zero = self.zero_by_shape(t)
+                            fwd, rev = pushes + fwd, rev + zero
+                        else:
+                            rev.append(self.zero(t))
         return self.record(s, fwd, rev)
 
     def zero(self, var: str):
         if self.typed.is_array(var):
             return assign(self.adj(var), call("np.zeros_like", name(self.adj(var))))
         return assign(self.adj(var), const(0.0))
+
+    def _may_reshape(self, s, var: str) -> bool:
+        """Whether ``var = ...`` (statement ``s``) rebinds a loop-carried array to a value that may have
+        another shape (``x = x[1:] * x[0]``): an element-wise function of ``var`` and scalars keeps it."""
+        if not self.typed.is_array(var) or len(self.loops[id(s)]) <= len(_path_loops(self.body, self.home[var])):
+            return False
+        value = s.value
+        if isinstance(value, gast.BinOp) and not isinstance(value.op, gast.MatMult):
+            operands = [value.left, value.right]
+        elif isinstance(value, gast.UnaryOp):
+            operands = [value.operand]
+        elif isinstance(value, gast.Call) and call_rule(value)[0] is not None and call_rule(value)[0].elementwise:
+            operands = list(value.args)
+        else:
+            return True
+        arrays = {a.id for a in operands if isinstance(a, gast.Name) and self.typed.is_array(a.id)}
+        return arrays != {var}
+
+    def zero_by_shape(self, var: str) -> tuple[list, list]:
+        """(pushes before the definition, the adjoint's reset after it): the shape ``var`` had before
+        the definition is recorded, one extent at a time, and the adjoint restarts as zeros of that shape."""
+        tape = self.namer.derived(var, "shapes")
+        self.counter_tapes.add(tape)
+        self.shape_taped.add(var)
+        ndim = self.typed.ndim(var)
+        push = [gast.Expr(value=call(gast.Attribute(value=name(tape), attr="append", ctx=gast.Load()),
+                                     gast.Subscript(value=gast.Attribute(value=name(var), attr="shape",
+                                                                         ctx=gast.Load()),
+                                                    slice=const(k), ctx=gast.Load()))) for k in range(ndim)]
+        extents = [self.namer.temp("_n") for _ in range(ndim)]
+        pops = [assign(e, call(gast.Attribute(value=name(tape), attr="pop", ctx=gast.Load())))
+                for e in reversed(extents)]
+        dtype = dotted(f"np.{self.typed.type_of(var).dtype}")
+        shape = gast.Tuple(elts=[name(e) for e in extents], ctx=gast.Load())
+        return push, pops + [assign(self.adj(var), call("np.zeros", shape, dtype))]
 
     def record(self, s, fwd, rev) -> tuple[list, list]:
         """Wrap a definition with the push before it and the pop after its adjoint."""
