@@ -31,8 +31,10 @@ from .backend import load
 from .build import Builder
 from .cache import default_cache
 from .errors import CompileError, InputError, S2SError
+from .frontend import parse
 from .generated import Module, compile_error
 from .ir import TransformRequest
+from .passes import outputs
 from .rules import lookup
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -298,7 +300,12 @@ class Transformed:
 
     def _outputs(self, out, values):
         if self.transform == "jit":  # jit of a transform returns what the transform returns (its containers)
-            return self.fn._outputs(out, values) if isinstance(self.fn, Transformed) else out
+            return self.fn._outputs(out, values) if isinstance(self.fn, Transformed) else self.value(out)
+        if self.has_aux:  # (derivative, aux); value_and_grad: ((value, aux), grad)
+            if self.transform == "value_and_grad":
+                out = ((out[0][0], self.aux(out[0][1])), out[1])
+            else:
+                out = (out[0], self.aux(out[1]))
         nums = self.nums(len(values))
         single = isinstance(self.argnums, int)
         trees = [tree_flatten(values[k]) for k in nums]
@@ -329,10 +336,46 @@ class Transformed:
             one_array = single and sum(t.num_leaves for _, t in trees) == 1
             per_output = isinstance(jac, tuple) and (one_array or bool(jac) and isinstance(jac[0], tuple))
             jac = tuple(derivatives(o) for o in jac) if per_output else derivatives(jac)
+            if per_output and not isinstance(self.fn, Transformed):  # one Jacobian per leaf of the output
+                jac = self.value(jac)
             return (jac, out[1]) if self.has_aux else jac
         if self.has_aux:
             return derivatives(out[0]), out[1]
         return derivatives(out)
+
+    def returned(self):
+        """The containers the user's function returns, as (value, aux): None for a value or a flat tuple.
+
+        A dict, list, dataclass or NamedTuple comes back from generated code as a
+        tuple (:mod:`s2s.passes.outputs`); this is the structure it is rebuilt with.
+
+        >>> import numpy as np, s2s
+        >>> s2s.jit(lambda x: {"y": x * 2.0})(1.5)
+        {'y': 3.0}
+        """
+        if "_returned" not in self.__dict__:
+            inner = self.fn
+            while isinstance(inner, Transformed):
+                inner = inner.fn
+            try:
+                tree = outputs.of_source(parse(inner))
+            except S2SError:
+                tree = None  # the compiler reports it, at its line
+            if self.has_aux:
+                split = tree is not None and tree.kind == "tuple" and len(tree.children) == 2
+                tree = (tree.children[0], tree.children[1]) if split else (None, None)
+            else:
+                tree = (tree, None)
+            self._returned = tree
+        return self._returned
+
+    def value(self, out):
+        """``out``, a value the user's function returns (or a derivative per output leaf), in its containers."""
+        return outputs.rebuild(self.returned()[0], out) if isinstance(out, tuple) else out
+
+    def aux(self, aux):
+        """``aux``, the auxiliary value of a ``has_aux`` function, in its containers."""
+        return outputs.rebuild(self.returned()[1], aux) if isinstance(aux, tuple) else aux
 
     def output_tree(self, values):
         """The container structure of this transform's result for ``values`` (None when it is one array).
@@ -597,7 +640,7 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu", max_tape_bytes
         result, tape = _transformed(fn, "jit", 0, False, target).run(values, names), None
     out = result[0] if has_aux else result
     pullback = Pullback(t, values, names, floats, out, entry if tape is not None else None, tape)
-    return (out, pullback, result[1]) if has_aux else (out, pullback)
+    return (t.value(out), pullback, t.aux(result[1])) if has_aux else (t.value(out), pullback)
 
 
 class Pullback:
@@ -622,7 +665,8 @@ class Pullback:
 
     def __call__(self, ct):
         out, fn_name = self._out, self._t.__name__
-        if isinstance(out, tuple):  # one cotangent per output
+        if isinstance(out, tuple):  # one cotangent per output (its containers came back as tuples)
+            ct = outputs.as_tuples(self._t.returned()[0], ct, "the cotangent")
             if not isinstance(ct, (tuple, list)) or len(ct) != len(out):
                 raise InputError(f"the cotangent must be a tuple of {len(out)} (one per output of "
                                  f"{fn_name}), not {type(ct).__name__}")
@@ -721,7 +765,9 @@ def jvp(fn, primals: tuple, tangents: tuple, has_aux: bool = False, target: str 
     moving = tuple(k for k in floats if any(np.any(d != 0) for d in dots[k])) or floats[:1]
     t = _transformed(fn, "jvp", moving, has_aux, target)
     values, names = t.arguments(primals)
-    return t.run(values, names, tuple(d for k in moving for d in dots[k]))
+    result = t.run(values, names, tuple(d for k in moving for d in dots[k]))
+    rebuilt = (t.value(result[0]), t.value(result[1]))
+    return rebuilt + (t.aux(result[2]),) if has_aux else rebuilt
 
 
 def _tangent_leaves(primal, tangent, what: str) -> list:

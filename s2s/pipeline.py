@@ -6,7 +6,7 @@ stage with :func:`run`; ``S2S_VERBOSE=1`` (or ``s2s show --stages``) prints
 the source after every pass of every stage::
 
     front       fence → positional parameters → None parameters (s2s.program, per user function)
-    normalise   lift nested functions → flatten containers → dict records → resolve → control flow
+    normalise   lift nested functions → flatten containers → dict records → outputs → resolve → control flow
                 → comprehensions → sequences → A-normal form → split tuples → rename rebindings
     then s2s.build types the program (Numba) and differentiates it
     (s2s.passes.reverse / s2s.passes.forward), and runs on each generated function:
@@ -41,6 +41,7 @@ from .passes import (
     fuse,
     lift,
     none_params,
+    outputs,
     params,
     records,
     rename,
@@ -131,6 +132,14 @@ def _lift(fn, ctx):
     return fn
 
 
+def _outputs(fn, ctx):
+    if not ctx.entry:
+        outputs.reject_dicts(fn, ctx.src.unsupported)
+        return fn
+    tree = outputs.structure(fn, ctx.src.resolve, ctx.src.unsupported)
+    return fn if tree is None else outputs.rewrite(fn, tree)
+
+
 def _flatten(fn, ctx):
     if ctx.structures:
         names = [a.id for a in fn.args.args]
@@ -143,6 +152,7 @@ NORMALISE = [
     Pass("lift nested functions", _lift),
     Pass("flatten containers", _flatten),
     Pass("dict records", lambda fn, ctx: records.lower(fn, ctx.namer, ctx.src.unsupported)),
+    Pass("outputs", _outputs),
     Pass("resolve", lambda fn, ctx: resolve.resolve(ctx.src, fn, lift.local_names(fn), ctx.program)),
     Pass("control flow", lambda fn, ctx: control_flow.lower(fn, ctx.namer, ctx.src.unsupported)),
     Pass("comprehensions", lambda fn, ctx: comprehensions.lower(fn, ctx.namer, ctx.src.unsupported)),

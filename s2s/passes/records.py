@@ -20,9 +20,11 @@ variable with an adjoint of its own, as the ``tuples`` pass does for tuples:
         p_w += x
         return p_w * p_scale
 
-Nested records (``{"layer": {"w": w}}``) are split in turn. A dict used any
-other way (returned, iterated over, indexed by a key computed at run time)
-is an error at its line. Runs before names are resolved.
+Nested records (``{"layer": {"w": w}}``) are split in turn. A record
+returned (whole, or inside the literal a function returns) becomes the dict
+literal of its items, for the outputs pass. A dict used any other way
+(iterated over, indexed by a key computed at run time) is an error at its
+line. Runs before names are resolved.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
         for node in _expressions(s):
             passed = {id(a) for n in gast.walk(node) if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
                       for a in n.args}
+            if isinstance(s, gast.Return):  # returned: the outputs pass makes it a tuple (or refuses it)
+                passed |= {id(n) for n in _literal_parts(node)}
             for n in gast.walk(node):
                 if isinstance(n, gast.Dict) and id(n) not in passed:
                     raise unsupported("a dict literal used as a value", s)
@@ -63,6 +67,15 @@ def _expressions(s):
         for node in child if isinstance(child, list) else [child]:
             if isinstance(node, gast.AST):
                 yield node
+
+
+def _literal_parts(node):
+    """``node`` and, where it is a tuple, list or dict literal or a call, the parts of it, recursively."""
+    yield node
+    parts = node.elts if isinstance(node, (gast.Tuple, gast.List)) else node.values if isinstance(node, gast.Dict) \
+        else node.args + [k.value for k in node.keywords] if isinstance(node, gast.Call) else []
+    for part in parts:
+        yield from _literal_parts(part)
 
 
 def _constant_key(node):
@@ -112,6 +125,8 @@ def _check_uses(s, records, used, unsupported) -> None:
                 allowed |= {id(a) for a in n.args if isinstance(a, gast.Name) and a.id in records}
     if isinstance(s, gast.Assign) and isinstance(s.value, gast.Dict) and isinstance(s.targets[0], gast.Name):
         allowed.add(id(s.targets[0]))
+    if isinstance(s, gast.Return) and s.value is not None:  # returned whole: as the dict literal of its items
+        allowed |= {id(n) for n in _literal_parts(s.value) if isinstance(n, gast.Name) and n.id in records}
     for node in _expressions(s):
         for n in gast.walk(node):
             if isinstance(n, gast.Name) and n.id in records and id(n) not in allowed:
@@ -158,11 +173,13 @@ class _Split:
                 if isinstance(child, list):
                     setattr(s, field, [self.rewrite(c, s) for c in child])
                 elif isinstance(child, gast.AST):
-                    setattr(s, field, self.rewrite(child, s))
+                    setattr(s, field, self.rewrite(child, s, returned=isinstance(s, gast.Return)))
             out.append(s)
         return out
 
-    def rewrite(self, node, s):
+    def rewrite(self, node, s, returned: bool = False):
+        """``node`` with the records' items as their variables; a record passed to a call (or returned,
+        ``returned``) as the dict literal of its items."""
         keys = self.keys
         unsupported = self.unsupported
 
@@ -183,6 +200,20 @@ class _Split:
                 n.args = [_as_literal(a) for a in n.args]
                 return n
 
+            def visit_Tuple(self, n):
+                n = self.generic_visit(n)
+                if returned:
+                    n.elts = [_as_literal(e) for e in n.elts]
+                return n
+
+            visit_List = visit_Tuple
+
+            def visit_Dict(self, n):
+                n = self.generic_visit(n)
+                if returned:
+                    n.values = [_as_literal(v) for v in n.values]
+                return n
+
         def _as_literal(arg):
             if isinstance(arg, gast.Name) and isinstance(arg.ctx, gast.Load) and arg.id in keys:
                 items = keys[arg.id]
@@ -190,4 +221,5 @@ class _Split:
                                  values=[_as_literal(name(v)) for v in items.values()])
             return arg
 
-        return _Replace().visit(node)
+        node = _Replace().visit(node)
+        return _as_literal(node) if returned else node
