@@ -221,12 +221,13 @@ class Transformed:
             if fast is not None:
                 return fast(args)
         values, names = self.arguments(args, kwargs)
-        out = self._outputs(self.run(values, names), values)
+        raw = self.run(values, names)
+        out = self._outputs(raw, values)
         if not kwargs:
-            self._add_fast_path(args)
+            self._add_fast_path(args, raw)
         return out
 
-    def _add_fast_path(self, args: tuple) -> None:
+    def _add_fast_path(self, args: tuple, raw) -> None:
         """Let later calls with arguments of these types skip binding, checking and most flattening.
 
         Only for arguments passed positionally, one per parameter, that are
@@ -238,6 +239,10 @@ class Transformed:
             >>> square = s2s.grad(lambda x: x * x)
             >>> square(3.0), len(square._fast)
             (6.0, 1)
+
+        ``raw`` is what the compiled function returned for ``args``: where it
+        needs no rebuilding or cast, a later call returns the compiled
+        function's result as it is.
         """
         if self.signature is None or len(args) != len(self.signature.parameters) or _tuple_leaves(args) is None:
             return
@@ -247,8 +252,16 @@ class Transformed:
             return
         function = self.entry(args).function
         explain, arguments = self._explain, self.arguments
-        if all(type(a) in _LEAF_TYPES for a in args):
-            outputs = self._outputs_for(args)
+        outputs = self._outputs_for(args, raw)
+        if outputs is None and all(type(a) in _LEAF_TYPES for a in args):
+            def fast(args):  # and the result is final: the compiled function's call, nothing around it
+                try:
+                    return function(*args)
+                except Exception as exc:
+                    values, names = arguments(args)
+                    raise explain(exc, values, names) from exc
+        elif all(type(a) in _LEAF_TYPES for a in args):
+            outputs = outputs or _as_returned
 
             def fast(args):  # numbers and arrays: the compiled function takes the arguments as they are
                 try:
@@ -258,7 +271,7 @@ class Transformed:
                     raise explain(exc, values, names) from exc
                 return outputs(out, args)
         else:
-            outputs = self._outputs_for(args)
+            outputs = outputs or _as_returned
 
             def fast(args):
                 try:
@@ -270,9 +283,15 @@ class Transformed:
 
         self._fast[key] = fast
 
-    def _outputs_for(self, args: tuple):
+    def _outputs_for(self, args: tuple, raw):
         """``_outputs`` for arguments of these types, prepared once: the structures and dtypes of the
-        derivatives of ``grad`` and ``value_and_grad`` are known from the first call's arguments."""
+        derivatives of ``grad`` and ``value_and_grad`` are known from the first call's arguments (``raw``:
+        what the compiled function returned for them). None where the compiled function's result is final."""
+        if self.transform == "jit" and not isinstance(self.fn, Transformed) and not isinstance(raw, tuple):
+            return None
+        if self.transform == "grad" and not self.has_aux and isinstance(self.argnums, int) \
+                and _final(raw, args[self.nums(len(args))[0]]):
+            return None
         if self.has_aux or isinstance(self.fn, Transformed) or self.transform not in ("grad", "value_and_grad"):
             return self._outputs
         nums = self.nums(len(args))
@@ -444,6 +463,17 @@ def _tuple_leaves(values, out: list | None = None) -> list | None:
         else:
             return None
     return out
+
+
+def _as_returned(out, args):
+    return out
+
+
+def _final(g, like) -> bool:
+    """Whether the derivative ``g`` already is what ``_cast(g, like)`` makes of it."""
+    if type(like) is float:
+        return type(g) is float
+    return type(like) is np.ndarray and type(g) is np.ndarray and g.dtype == like.dtype
 
 
 def _caster(like):
