@@ -389,8 +389,12 @@ class Transformed:
         return self._returned
 
     def value(self, out):
-        """``out``, a value the user's function returns (or a derivative per output leaf), in its containers."""
-        return outputs.rebuild(self.returned()[0], out) if isinstance(out, tuple) else out
+        """``out``, a value the user's function returns (or a derivative per output leaf), in its containers:
+        from nested tuples under ``jit``, from one tuple of the leaves under the derivative transforms."""
+        tree = self.returned()[0]
+        if tree is None or not isinstance(out, tuple):
+            return out
+        return outputs.rebuild(tree, out) if self.transform == "jit" else tree_unflatten(tree, out)
 
     def aux(self, aux):
         """``aux``, the auxiliary value of a ``has_aux`` function, in its containers."""
@@ -696,7 +700,7 @@ class Pullback:
     def __call__(self, ct):
         out, fn_name = self._out, self._t.__name__
         if isinstance(out, tuple):  # one cotangent per output (its containers came back as tuples)
-            ct = outputs.as_tuples(self._t.returned()[0], ct, "the cotangent")
+            ct = outputs.as_tuples(self._t.returned()[0], ct, "the cotangent", flat=True)
             if not isinstance(ct, (tuple, list)) or len(ct) != len(out):
                 raise InputError(f"the cotangent must be a tuple of {len(out)} (one per output of "
                                  f"{fn_name}), not {type(ct).__name__}")

@@ -104,6 +104,7 @@ class Builder:
     def program(self) -> Program:
         """The normalised user functions this transform reaches (cheap: no typing, no compiling)."""
         program = Program(specialise=self.specialise)
+        program.flat_outputs, program.has_aux = self.transform != "jit", self.has_aux
         root = program.add(self.fn, {} if self.takes_leaves else self.structures)
         root.generated = self.takes_leaves
         return program
@@ -209,6 +210,10 @@ class Builder:
                 raise InputError(f"has_aux=True needs {root.src.name} to return a pair (output, aux); "
                                  f"it returns {out}")
             out = out.types[0]
+            if self.transform in ("jacfwd", "jacrev") and isinstance(out, types.BaseTuple):
+                raise InputError(f"{self.transform} with has_aux=True needs the output of {root.src.name} (the "
+                                 f"first of the pair) to be one float or array; it is {out}. Return the aux "
+                                 "separately, or use jvp/vjp, which take a container with has_aux")
         if self.transform == "jit":
             return
         if (self.transform in ("grad", "value_and_grad") or self.scalar_output) \

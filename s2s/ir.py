@@ -76,6 +76,10 @@ class Program:
         self.transformed: dict[str, object] = {}  # module name → a transform called by user code
         self._module_functions: set[str] = set()
         self.rule_names: dict[object, str] = {}  # a custom rule's function → its module name
+        # the entry returns its containers' leaves as one tuple (a derivative transform; passes/outputs.py),
+        # and its result is a pair (value, aux)
+        self.flat_outputs = False
+        self.has_aux = False
 
     # ----------------------------------------------------------- module names
     def function_name(self, fn, structures: dict | None = None) -> str:

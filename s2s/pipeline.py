@@ -137,7 +137,7 @@ def _outputs(fn, ctx):
         outputs.reject_dicts(fn, ctx.src.unsupported)
         return fn
     tree = outputs.structure(fn, ctx.src.resolve, ctx.src.unsupported)
-    return fn if tree is None else outputs.rewrite(fn, tree)
+    return fn if tree is None else outputs.rewrite(fn, tree, ctx.program.flat_outputs, ctx.program.has_aux)
 
 
 def _flatten(fn, ctx):

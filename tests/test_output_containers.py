@@ -58,6 +58,10 @@ def nested(x):
     return {"outer": (np.sum(x), [x * x, x[0]])}
 
 
+def tuples_in_tuples(x):
+    return np.sin(x), (np.sum(x * x), x[0] * 2.0)  # a Jacobian per leaf, in the same tuples
+
+
 def branching(x):
     if x[0] > 0.0:
         return {"a": np.sin(x), "b": x[0] * x[1]}
@@ -69,7 +73,7 @@ def with_aux(x):
     return loss, {"l1": np.sum(np.abs(x)), "peak": np.max(x)}
 
 
-ALL = [as_dict, as_list, as_dataclass, as_namedtuple, record_returned, nested, branching]
+ALL = [as_dict, as_list, as_dataclass, as_namedtuple, record_returned, nested, tuples_in_tuples, branching]
 
 
 def leaves(tree):
@@ -98,7 +102,8 @@ def test_jit_returns_the_same_containers(fn, target):
 
 @pytest.mark.parametrize("transform", ["jacfwd", "jacrev"])
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("fn", [as_dict, as_list, as_dataclass, as_namedtuple, record_returned, branching])
+@pytest.mark.parametrize("fn", [as_dict, as_list, as_dataclass, as_namedtuple, record_returned, branching, nested,
+                                tuples_in_tuples])
 def test_jacobians_nest_the_output_structure_over_the_input(fn, target, transform):
     jac = getattr(s2s, transform)(fn, target=target)(X)
     assert structure(jac) == structure(fn(X))
@@ -107,7 +112,7 @@ def test_jacobians_nest_the_output_structure_over_the_input(fn, target, transfor
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("fn", [as_dict, as_dataclass, as_namedtuple, record_returned])
+@pytest.mark.parametrize("fn", [as_dict, as_dataclass, as_namedtuple, record_returned, nested, tuples_in_tuples])
 def test_jvp_returns_value_and_tangent_in_the_containers(fn, target):
     v = np.array([1.0, -2.0, 0.5])
     out, tangent = s2s.jvp(fn, (X,), (v,), target=target)
@@ -116,6 +121,26 @@ def test_jvp_returns_value_and_tangent_in_the_containers(fn, target):
         np.testing.assert_allclose(o, e, rtol=1e-13)
     for t, fd in zip(leaves(tangent), finite_jacobian(fn, X)):
         np.testing.assert_allclose(t, fd @ v, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_vjp_of_nested_containers(target):
+    out, pullback = s2s.vjp(nested, X, target=target)
+    ct = {"outer": (2.0, [np.array([1.0, -1.0, 0.5]), 3.0])}
+    (got,) = pullback(ct)
+    jac = finite_jacobian(nested, X)  # leaves: the sum, x * x, x[0]
+    np.testing.assert_allclose(got, 2.0 * jac[0] + ct["outer"][1][0] @ jac[1] + 3.0 * jac[2], rtol=1e-6)
+
+
+def dict_value_with_aux(x):
+    return {"v": np.sum(x * x), "w": x * 2.0}, np.sum(x)
+
+
+def test_a_container_value_with_aux_under_jacfwd_is_an_input_error():
+    with pytest.raises(InputError, match="has_aux=True needs the output"):
+        s2s.jacfwd(dict_value_with_aux, has_aux=True)(X)
+    value, tangent, aux = s2s.jvp(dict_value_with_aux, (X,), (np.ones(3),), has_aux=True)
+    assert tangent["v"] == pytest.approx(2.0 * np.sum(X)) and aux == pytest.approx(np.sum(X))
 
 
 @pytest.mark.parametrize("target", TARGETS)

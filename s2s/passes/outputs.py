@@ -18,6 +18,14 @@ in key order, a dataclass's in field order; tuples stay tuples), and
     >>> rebuild(tree, ((1.0, 1.0), 2.0))
     {'a': [1.0, 1.0], 'b': 2.0}
 
+For a derivative transform (``flat``) the value is one tuple of every leaf,
+so that each gets its own derivative; ``tree_unflatten`` rebuilds it:
+
+    >>> fn = gast.parse('def f(x):\\n    return {"b": x * 2.0, "a": [x, x]}').body[0]
+    >>> print(to_source(rewrite(fn, tree, flat=True)).strip())
+    def f(x):
+        return x, x, x * 2.0
+
 Every ``return`` of the function must build the same structure. Only the
 function the transform is applied to is rewritten; a function it calls
 that returns a dict is an error at its line. Runs after dict records (a
@@ -116,25 +124,46 @@ def of_source(src) -> TreeDef | None:
     return structure(fn, src.resolve, src.unsupported)
 
 
-def rewrite(fn: gast.FunctionDef, tree: TreeDef) -> gast.FunctionDef:
-    """``fn`` with every container of its returned literals (see :func:`structure`) made a tuple."""
+def rewrite(fn: gast.FunctionDef, tree: TreeDef, flat: bool = False, has_aux: bool = False) -> gast.FunctionDef:
+    """``fn`` with every container of its returned literals (see :func:`structure`) made a tuple.
+
+    ``flat`` (derivative transforms): the returned value is one tuple of all its leaves, nested
+    tuples included, so that each leaf gets a derivative; with ``has_aux`` only the first of the
+    pair is, and the aux keeps its tuples.
+    """
     def as_tuples(node, t: TreeDef):
         if t.kind == "leaf":
             return node
-        if isinstance(node, gast.Dict):
-            values = dict(zip([k.value for k in node.keys], node.values))
-            elts = [values[k] for k in t.fields]
-        elif isinstance(node, gast.Call):
-            given = dict(zip(t.fields, node.args)) | {k.arg: k.value for k in node.keywords}
-            elts = [given[f] for f in t.fields]
-        else:
-            elts = node.elts
-        return gast.copy_location(gast.Tuple(elts=[as_tuples(e, c) for e, c in zip(elts, t.children)],
+        return gast.copy_location(gast.Tuple(elts=[as_tuples(e, c) for e, c in zip(_parts(node, t), t.children)],
                                              ctx=gast.Load()), node)
 
+    def leaves(node, t: TreeDef) -> list:
+        return [node] if t.kind == "leaf" else [n for e, c in zip(_parts(node, t), t.children) for n in leaves(e, c)]
+
+    def flattened(node, t: TreeDef):
+        return node if t.kind == "leaf" else gast.copy_location(gast.Tuple(elts=leaves(node, t), ctx=gast.Load()),
+                                                                node)
+
     for s in _returns(fn):
-        s.value = as_tuples(s.value, tree)
+        if not flat:
+            s.value = as_tuples(s.value, tree)
+        elif not has_aux:
+            s.value = flattened(s.value, tree)
+        elif tree.kind == "tuple" and len(tree.children) == 2:  # (value, aux); else the builder refuses it
+            value, aux = _parts(s.value, tree)
+            s.value.elts = [flattened(value, tree.children[0]), as_tuples(aux, tree.children[1])]
     return fn
+
+
+def _parts(node, t: TreeDef) -> list:
+    """The expressions of the children of the literal ``node``, which builds ``t``, in ``t``'s order."""
+    if isinstance(node, gast.Dict):
+        values = dict(zip([k.value for k in node.keys], node.values))
+        return [values[k] for k in t.fields]
+    if isinstance(node, gast.Call):
+        given = dict(zip(t.fields, node.args)) | {k.arg: k.value for k in node.keywords}
+        return [given[f] for f in t.fields]
+    return list(node.elts)
 
 
 def rebuild(tree: TreeDef | None, value):
@@ -151,19 +180,24 @@ def rebuild(tree: TreeDef | None, value):
     return tree.nodetype(**dict(zip(tree.fields, children)))
 
 
-def as_tuples(tree: TreeDef | None, value, what: str):
-    """The inverse of :func:`rebuild`: ``value``, built as ``tree``, as nested tuples (an InputError
-    naming ``what`` where its structure differs)."""
+def as_tuples(tree: TreeDef | None, value, what: str, flat: bool = False):
+    """The inverse of :func:`rebuild`: ``value``, built as ``tree``, as nested tuples (``flat``: one tuple of
+    its leaves), or an InputError naming ``what`` where its structure differs."""
     if tree is None or tree.kind == "leaf":
         return value
-    kind = tree_flatten(value)[1]
-    if kind.kind != tree.kind or kind.nodetype is not tree.nodetype and tree.kind != "tuple" \
-            or kind.fields != tree.fields:
+    leaves, given = tree_flatten(value)
+    if given != tree:
         raise InputError(f"{what} must have the structure of the output ({tree.kind} of {list(tree.fields)}), "
-                         f"not a {kind.kind} of {list(kind.fields)}")
-    parts = [value[f] for f in tree.fields] if tree.kind == "dict" else \
-        [getattr(value, f) for f in tree.fields] if tree.kind in ("dataclass", "namedtuple") else list(value)
-    return tuple(as_tuples(c, v, what) for c, v in zip(tree.children, parts))
+                         f"not a {given.kind} of {list(given.fields)}")
+    if flat:
+        return tuple(leaves)
+    return _nest(tree, iter(leaves))
+
+
+def _nest(tree: TreeDef, leaves):
+    if tree.kind == "leaf":
+        return next(leaves)
+    return tuple(_nest(c, leaves) for c in tree.children)
 
 
 def reject_dicts(fn: gast.FunctionDef, unsupported) -> None:
