@@ -52,6 +52,7 @@ import copy
 import gast
 from numba.core import types as nbtypes
 
+from ..analysis.shapes import Shapes
 from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..naming import Namer
 from ..rules import lookup_spelling
@@ -97,6 +98,7 @@ class _Fuser:
         self.types = typemap
         self.namer = namer
         self.broadcast = broadcast
+        self.shapes = Shapes(self.array_ndim, self.is_scalar)  # the shape tests known to hold are left out
 
     def array_ndim(self, var: str) -> int | None:
         t = self.types.get(var)
@@ -231,9 +233,12 @@ class _Fuser:
                 j += 1
             if run is not None and self._worth(run):
                 out += self.emit(run, body[j:], out)
+                for s in run.stmts:
+                    self.shapes.step(s)
                 k = j
             else:
                 out.append(body[k])
+                self.shapes.step(body[k])
                 k += 1
         return out
 
@@ -392,18 +397,24 @@ class _Fuser:
             loop = _for(outer, lead, [_for(inner, copy.deepcopy(row), [at] + loop_body)])
         else:
             loop = _for(index, _attr(full[0], "size"), loop_body)
-        # shape tests written out (a.shape == b.shape): a helper would be one more Numba compilation per signature
-        checks = [_shape_equal(_attr(v, "shape"), full[0]) for v in full[1:]]
+        # shape tests written out (a.shape == b.shape): a helper would be one more Numba compilation per
+        # signature; those the shapes analysis knows to hold are left out
+        shapes = self.shapes
+        checks = [_shape_equal(_attr(v, "shape"), full[0]) for v in full[1:] if not shapes.same(v, full[0])]
         if full:
             row_shape = gast.Subscript(value=_attr(full[0], "shape"), slice=gast.Slice(lower=const(1), upper=None,
                                                                                        step=None), ctx=gast.Load())
-            checks += [_shape_equal(copy.deepcopy(row_shape), v) for v in rows + spaces]
+            checks += [_shape_equal(copy.deepcopy(row_shape), v) for v in rows + spaces
+                       if not shapes.rows_of(full[0], v)]
         else:
-            checks += [_shape_equal(_attr(v, "shape"), (rows + spaces)[0]) for v in (rows + spaces)[1:]]
-        if jacobian is not None:  # the output's primal has the rows' shape (true of a tangent; the loop writes by it)
+            checks += [_shape_equal(_attr(v, "shape"), (rows + spaces)[0]) for v in (rows + spaces)[1:]
+                       if not shapes.same(v, (rows + spaces)[0])]
+        if jacobian is not None and not shapes.same(jacobian.args[1].id, (rows + spaces)[0]):
+            # the output's primal has the rows' shape (true of a tangent; the loop writes by it)
             checks.append(_shape_equal(_attr(jacobian.args[1].id, "shape"), (rows + spaces)[0]))
         checks += [gast.Compare(left=copy.deepcopy(d.value.args[0]), ops=[gast.Eq()], comparators=[copy.deepcopy(lead)])
-                   for d in bases.values() if gast.dump(d.value.args[0]) != gast.dump(lead)]
+                   for d in bases.values() if gast.dump(d.value.args[0]) != gast.dump(lead)
+                   and not (full and shapes.leads(full[0], d.value.args[0]))]
         if not checks:
             return before + views + [loop] + tail
         check = checks[0] if len(checks) == 1 else gast.BoolOp(op=gast.And(), values=checks)
