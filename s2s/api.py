@@ -152,8 +152,10 @@ class Transformed:
         program = builder.program()
         cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
             else None
-        # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once
-        compile_now = self.target == "cpu" and (transform != "vjp" or bool(extra_types))
+        # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once. An
+        # unfused entry is built to be transformed again (its source is read): it compiles only if called, and
+        # then keeps nothing on disk (its Numba cache would not be sealed)
+        compile_now = self.target == "cpu" and fuse and (transform != "vjp" or bool(extra_types))
         if cache is None:
             module = builder.module(key, program)
             function, adjoint = self._load(module, key + extra_types, compile_now or bool(module.adjoint))
@@ -162,9 +164,9 @@ class Transformed:
             with cache.lock(digest):
                 module = cache.load(digest)
                 if module is None:
-                    module = builder.module(key, program, cache=True)
+                    module = builder.module(key, program, cache=fuse)
                     module.filename = str(cache.store(digest, module))
-                compile_now = compile_now or self.target == "cpu" and bool(module.adjoint)
+                compile_now = compile_now or self.target == "cpu" and fuse and bool(module.adjoint)
                 function, adjoint = self._load(module, key + extra_types, compile_now)
                 if compile_now:
                     cache.seal(digest)
