@@ -68,3 +68,17 @@ def test_a_fused_gradient_without_a_shape_test_is_right():
     assert "for _i in range" in source and "else:" not in source  # fused, no fallback
     np.testing.assert_allclose(s2s.grad(reversed_products)(x), numerical_grad(reversed_products, (x,), 0),
                                rtol=1e-7)
+
+
+def reversed_sines(x):
+    return np.sum(x ** 4) + np.sum(np.sin(x) * x[::-1]) + np.sum(x) ** 2
+
+
+def test_the_hessian_keeps_no_shape_test_and_no_identity_unbroadcast():
+    x = np.linspace(0.1, 1.0, 6)
+    source = s2s.hessian(reversed_sines).source(x)
+    jacfwd = source[source.index("def reversed_sines_grad_jacfwd"):]
+    assert "else:" not in jacfwd and "rt.unbroadcast" not in jacfwd and "rt.broadcast_like" not in jacfwd, jacfwd
+    grad = s2s.grad(reversed_sines, target="python")
+    columns = [(grad(x + 1e-6 * e) - grad(x - 1e-6 * e)) / 2e-6 for e in np.eye(6)]
+    np.testing.assert_allclose(s2s.hessian(reversed_sines)(x), np.stack(columns, axis=-1), rtol=1e-6, atol=1e-8)

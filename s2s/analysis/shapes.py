@@ -53,6 +53,7 @@ class Shapes:
         self.array_ndim, self.is_scalar = array_ndim, is_scalar
         self.symbols: dict[str, tuple] = {}
         self.bound: Counter = Counter()
+        self._indexes: frozenset = frozenset()  # integer loop variables (scalars the types may not name)
 
     # --------------------------------------------------------------- questions
     def of(self, var: str) -> tuple:
@@ -66,6 +67,19 @@ class Shapes:
         """Whether ``rows.shape[1:] == row.shape``."""
         symbol = self.of(rows)
         return symbol[0] == "rows" and symbol[2] == self.of(row)
+
+    def keeps_shape(self, call, indexes=frozenset()) -> bool:
+        """Whether ``call`` is ``rt.unbroadcast(a, like)`` or ``rt.broadcast_like(a, like)`` of an ``a`` shaped
+        like ``like`` already (the call returns ``a``); ``indexes``: integer loop variables it may read."""
+        if not (isinstance(call, gast.Call) and attr_chain(call.func) in ("rt.unbroadcast", "rt.broadcast_like")
+                and len(call.args) == 2 and not call.keywords):
+            return False
+        self._indexes = indexes
+        try:
+            a, like = (self._expr(e) for e in call.args)
+        finally:
+            self._indexes = frozenset()
+        return a is not None and a != SCALAR and a == like
 
     def leads(self, rows: str, count) -> bool:
         """Whether ``rows.shape[0]`` equals the value of the expression ``count``."""
@@ -105,7 +119,7 @@ class Shapes:
         if isinstance(e, gast.Name):
             if self.array_ndim(e.id) is not None:
                 return self.of(e.id)
-            return SCALAR if self.is_scalar(e.id) else None
+            return SCALAR if self.is_scalar(e.id) or e.id in self._indexes else None
         if isinstance(e, gast.BinOp) and not isinstance(e.op, gast.MatMult):
             return _combine([self._expr(e.left), self._expr(e.right)])
         if isinstance(e, gast.UnaryOp):
@@ -113,6 +127,9 @@ class Shapes:
         if isinstance(e, gast.Compare) and len(e.ops) == 1:
             return _combine([self._expr(e.left), self._expr(e.comparators[0])])
         if isinstance(e, gast.Subscript) and isinstance(e.value, gast.Name):
+            symbol = self.of(e.value.id)
+            if symbol[0] == "rows" and self._expr(e.slice) == SCALAR:
+                return symbol[2]  # one row
             return self._whole_slice(e)
         if isinstance(e, gast.Call) and not e.keywords:
             return self._call(e)

@@ -225,6 +225,7 @@ class _Fuser:
     def block(self, body: list) -> list:
         out, k = [], 0
         while k < len(body):
+            self._drop_identities(body[k])
             ndim = self.run_ndim(body[k])
             run = _Run(ndim, self.broadcast) if ndim is not None else None
             j = k
@@ -241,6 +242,24 @@ class _Fuser:
                 self.shapes.step(body[k])
                 k += 1
         return out
+
+    def _drop_identities(self, s) -> None:
+        """``rt.unbroadcast(a, like)`` and ``rt.broadcast_like(a, like)`` in ``s`` become ``a`` where the
+        shapes analysis knows ``a`` has ``like``'s shape (in a loop's body: where the loop rebinds neither)."""
+        shapes = self.shapes
+        rebound = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)} \
+            if isinstance(s, (gast.For, gast.While, gast.If)) else set()
+        indexes = frozenset(n.target.id for n in gast.walk(s) if isinstance(n, gast.For)
+                            and isinstance(n.target, gast.Name) and attr_chain(n.iter.func if isinstance(
+                                n.iter, gast.Call) else n.iter) == "range")
+
+        class _Drop(gast.NodeTransformer):
+            def visit_Call(inner, node):  # noqa: N805
+                inner.generic_visit(node)
+                names = {n.id for a in node.args for n in gast.walk(a) if isinstance(n, gast.Name)} - indexes
+                return node.args[0] if shapes.keeps_shape(node, indexes) and not names & rebound else node
+
+        _Drop().visit(s)
 
     def _add(self, s, run: _Run) -> None:
         run.stmts.append(s)
