@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import re
 import traceback
 import types
@@ -150,8 +149,7 @@ class Transformed:
                           fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes, specialise=specialise,
                           split_vjp=transform == "vjp")
         program = builder.program()
-        cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and not program.transformed \
-            else None
+        cache = default_cache() if not program.transformed else None
         # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once. An
         # unfused entry is built to be transformed again (its source is read): it compiles only if called, and
         # then keeps nothing on disk (its Numba cache would not be sealed)
@@ -160,16 +158,16 @@ class Transformed:
             module = builder.module(key, program)
             function, adjoint = self._load(module, key + extra_types, compile_now or bool(module.adjoint))
         else:
-            digest = builder.key(program, key)
-            with cache.lock(digest):
-                module = cache.load(digest)
-                if module is None:
-                    module = builder.module(key, program, cache=fuse)
-                    module.filename = str(cache.store(digest, module))
-                compile_now = compile_now or self.target == "cpu" and fuse and bool(module.adjoint)
-                function, adjoint = self._load(module, key + extra_types, compile_now)
-                if compile_now:
-                    cache.seal(digest)
+            loaded = []
+
+            def compile_(module: Module) -> bool:
+                now = compile_now or self.target == "cpu" and fuse and bool(module.adjoint)
+                loaded.extend(self._load(module, key + extra_types, now))
+                return now
+
+            module = cache.entry(builder.key(program, key), lambda: builder.module(key, program, cache=fuse),
+                                 compile_)
+            function, adjoint = loaded
         entry = _Entry(module, function, adjoint)
         self._entries[cache_key] = entry
         return entry

@@ -30,13 +30,14 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from .generated import Module
+from .generated import Module, compiler_digest
 
-__all__ = ["DiskCache", "default_cache", "cache_dir"]
+__all__ = ["DiskCache", "default_cache", "cache_dir", "module_key"]
 
 _VERSION = "v1"
 _warned: set[str] = set()
@@ -90,6 +91,31 @@ class DiskCache:
         path = self.root / key[:2] / f"{key}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
         return filelock.FileLock(str(path))
+
+    def entry(self, key: str, make: Callable[[], Module], compile_: Callable[[Module], bool]) -> Module:
+        """The module of ``key``: read from disk, or made by ``make()`` and stored; ``compile_`` run on it.
+
+        Every transform's entries go through here, under the entry's lock, so
+        that a second process building the same entry waits and loads it.
+        ``compile_(module)`` loads the module and says whether it compiled it
+        with Numba; Numba's files are then sealed (checked on the next load).
+
+            >>> import tempfile
+            >>> cache = DiskCache(tempfile.mkdtemp())
+            >>> make = lambda: Module("def f(x):\\n    return x\\n", "f", {})
+            >>> cache.entry("ab" * 32, make, lambda module: False).filename.endswith("module.py")
+            True
+            >>> cache.entry("ab" * 32, lambda: None, lambda module: False).entry  # read back, not made again
+            'f'
+        """
+        with self.lock(key):
+            module = self.load(key)
+            if module is None:
+                module = make()
+                module.filename = str(self.store(key, module))
+            if compile_(module):
+                self.seal(key)
+        return module
 
     # ------------------------------------------------------------------ read
     def load(self, key: str):
@@ -207,6 +233,24 @@ class DiskCache:
 
 
 def default_cache() -> DiskCache | None:
-    """The cache in ``cache_dir()``, or None where it cannot be written."""
+    """The cache in ``cache_dir()``, or None where it is turned off (``S2S_DISK_CACHE=0``) or cannot be written."""
+    if os.environ.get("S2S_DISK_CACHE", "1") == "0":
+        return None
     cache = DiskCache(cache_dir())
     return cache if cache.writable() else None
+
+
+def module_key(module: Module) -> str:
+    """The key of a module generated from modules already built (a ``vmap`` loop around its per-example code).
+
+    Such a module is its own record: the key is a digest of the compiler,
+    its source and its constants. (A user function's entry is keyed by
+    :meth:`s2s.build.Builder.key`, before anything is generated.)
+
+        >>> len(module_key(Module("def f(x):\\n    return x\\n", "f", {"C": np.ones(2)})))
+        64
+    """
+    digest = hashlib.sha256("\x00".join([compiler_digest(), module.source, *sorted(module.constants)]).encode())
+    for name in sorted(module.constants):
+        digest.update(np.ascontiguousarray(module.constants[name]).tobytes())
+    return digest.hexdigest()

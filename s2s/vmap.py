@@ -22,8 +22,7 @@ per argument (None: not batched), an axis per output.
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
+import inspect
 
 import numpy as np
 
@@ -31,9 +30,9 @@ from .analysis.types import typeof_value
 from .api import Transformed, _check_tree, _Entry, _flatten_all, jit
 from .backend import load
 from .batching import extend, into_variant, is_device_array, loop_parts
-from .cache import default_cache
-from .errors import InputError
-from .generated import ERROR_MODEL, Module, compiler_digest
+from .cache import default_cache, module_key
+from .errors import CompileError, InputError
+from .generated import ERROR_MODEL, Module, compile_error
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["vmap", "Vmapped"]
@@ -166,25 +165,33 @@ class Vmapped:
 
     def _loaded(self, batched: Module, leaf_types: tuple) -> _Entry:
         """``batched`` compiled, through the disk cache: a new process loads it instead of compiling it."""
-        cache = default_cache() if os.environ.get("S2S_DISK_CACHE", "1") != "0" and self.target != "python" \
+        cache = default_cache() if self.target != "python" \
             and all(isinstance(v, np.ndarray) for v in batched.constants.values()) else None
+        compiled = []
+
+        def compile_(module: Module) -> bool:
+            module.constants = batched.constants
+            function = load(module)[module.entry]
+            if self.target != "python":
+                try:
+                    function.compile(leaf_types)
+                except Exception as exc:
+                    raise self._compile_error(module, exc) from None
+            compiled.append(function)
+            return self.target != "python"
+
         if cache is None:
-            return _Entry(batched, load(batched)[batched.entry])
-        digest = hashlib.sha256("\x00".join([compiler_digest(), batched.source, *sorted(batched.constants)]).encode())
-        for value in batched.constants.values():
-            digest.update(np.ascontiguousarray(value).tobytes())
-        key = digest.hexdigest()
-        with cache.lock(key):
-            stored = cache.load(key)
-            if stored is None:
-                batched.filename = str(cache.store(key, batched))
-            else:
-                stored.constants = batched.constants
-                batched = stored
-            function = load(batched)[batched.entry]
-            function.compile(leaf_types)
-            cache.seal(key)
-        return _Entry(batched, function)
+            compile_(batched)
+            module = batched
+        else:
+            module = cache.entry(module_key(batched), lambda: batched, compile_)
+        return _Entry(module, compiled[0])
+
+    def _compile_error(self, module: Module, exc: Exception) -> CompileError:
+        """The Numba error ``exc`` from compiling the batched ``module``, located at the user's line where known."""
+        code = getattr(inspect.unwrap(self.fn), "__code__", None)
+        return compile_error(module, exc, f"Numba cannot compile the vmap of {self.__name__}",
+                             code.co_filename if code else None)
 
     def _loop(self) -> tuple[str, str]:
         """The batch loop's range and the batched function's decorator line, for the target."""

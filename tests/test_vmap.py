@@ -243,6 +243,18 @@ def test_batched_module_comes_from_the_disk_cache(tmp_path):
     np.testing.assert_allclose(eval(outputs[0]), np.diag(2 * (t - 1) * (1 - t * t)), rtol=1e-12)
 
 
+def test_a_batched_loop_numba_refuses_is_a_located_compile_error(tmp_path):
+    """Numba's error compiling the batched loop is an s2s CompileError showing the generated line, not Numba's."""
+    from s2s.errors import CompileError
+    from s2s.generated import Module
+
+    batched = s2s.vmap(lambda v: v * 2.0)
+    module = Module("def f_vmap(a0):\n    return a0.no_such_attribute\n", "f_vmap", {}, filename=str(tmp_path / "m.py"))
+    error = batched._compile_error(module, TypeError(f'File "{module.filename}", line 2, in f_vmap'))
+    assert isinstance(error, CompileError)
+    assert "the vmap of <lambda>" in str(error) and "a0.no_such_attribute" in str(error)
+
+
 # =========================================================================== a transform that runs as Python
 
 
