@@ -634,3 +634,25 @@ def test_seed3007_program24_compiled_gradient():
     np.testing.assert_allclose(s2s.grad(seed3007_program24, target="python")(*args), numerical_grad(
         seed3007_program24, args, 0), rtol=1e-6, atol=1e-8)  # the Python target is right
     assert_grad_matches(seed3007_program24, args, (0,), target="cpu")
+
+
+# --------------------------------------------------------------------------- a tape popped for nothing in forward mode
+
+
+def scaled_then_shifted(x, s):
+    y0 = np.ones(4) * 0.25
+    y0 *= np.sin(x[3])               # the gradient tapes y0 here (value 0.25s, a tangent of zeros) ...
+    y0 -= np.tanh(y0[1])             # ... and here; its adjoint sweep pops the first entry for nothing
+    return np.sum(y0)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_hessian_pops_the_tangent_of_a_tape_entry_nothing_reads(target):
+    """A silent wrong Hessian (seed 5501, programs 218-220 of a fuzz campaign): the gradient pops a tape entry
+    nothing reads after (`y04 = y0_tape.pop()`); forward mode over it skipped the tangent tape's pop, so the next
+    pop took the wrong entry's tangent (row 3 of the Hessian wrong, not symmetric)."""
+    x = np.array([0.047286498801026866, 1.8018547853037412, -1.423361549121465, 1.7945977885489754])
+    args = (x, -0.75)
+    hessian = s2s.hessian(scaled_then_shifted, target=target)(*args)
+    np.testing.assert_allclose(hessian, numerical_hessian(scaled_then_shifted, args, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hessian, hessian.T, rtol=1e-12, atol=1e-12)

@@ -231,15 +231,17 @@ class ForwardTransform:
                 raise self.fn.unsupported("the tangent of a call returning several values", s)
             return self.call_stmt(s)
         z = target.id
+        if list_method(value) == "pop":  # every pop of an active tape pops its tangent tape too, used or not
+            tape = value.func.value.id
+            pop = call(gast.Attribute(value=name(self.dot(tape)), attr="pop", ctx=gast.Load()))
+            if z not in self.activity.active:
+                return [s, gast.Expr(value=pop)] if tape in self.activity.active else [s]
+            return [s, assign(self.dot(z), pop if tape in self.activity.active else self.zero_of(z))]
         if z not in self.activity.active:
             return [s]
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
                 and value.func.id in self.activity.module_functions:
             return self.call_stmt(s)
-        if list_method(value) == "pop":
-            tape = value.func.value.id
-            pop = call(gast.Attribute(value=name(self.dot(tape)), attr="pop", ctx=gast.Load()))
-            return [s, assign(self.dot(z), pop if tape in self.activity.active else self.zero_of(z))]
         expr = self.tangent_expr(s)
         if expr is None:
             return [s, assign(self.dot(z), self.zero_of(z))]
