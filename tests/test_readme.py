@@ -19,3 +19,10 @@ def test_readme_python_blocks_run_as_pasted(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "def loss_grad(w, x, y):" in done.stdout      # the first example prints the generated source
     assert done.stdout.rstrip().endswith("README snippets ran")
+
+
+def test_readme_stays_short():
+    """The README is the newcomer's page: under 20 000 characters, depth in docs/ (issue 11)."""
+    text = README.read_text()
+    assert len(text) < 20_000, f"README.md has {len(text)} characters"
+    assert all(link in text for link in ("docs/transforms.md", "docs/batching.md", "benchmarks/README.md"))
