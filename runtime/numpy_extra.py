@@ -25,10 +25,10 @@ from .broadcast import reduced_count
 from .helper_cache import overload, register_jitable
 from .reductions import _is_none, mean
 
-__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "cumprod_jvp", "cumprod_vjp", "var", "std", "kron_vjp_a",
-           "kron_vjp_b", "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v",
-           "eigh_f",
-           "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp"]
+__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "cumprod_jvp", "cumprod_vjp", "cumprod_hvp", "cumprod_vjp_jvp",
+           "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half",
+           "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim",
+           "diag_vjp"]
 
 
 @register_jitable
@@ -114,6 +114,59 @@ def cumprod_vjp(g, a):
     for i in range(n - 1, -1, -1):
         tail = g[i] + (af[i + 1] * tail if i + 1 < n else 0.0)
         out[i] = before[i] * tail
+    return out.reshape(a.shape)
+
+
+@register_jitable
+def cumprod_hvp(t, s, a):
+    """Second tangent of ``np.cumprod(a)`` (flattened) along ``t`` and ``s``: the tangent of ``cumprod_jvp(t, a)``.
+
+    Symmetric in ``t`` and ``s``; no division by ``a`` (zeros allowed).
+
+    >>> cumprod_hvp(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]), np.array([2.0, 3.0, 5.0]))
+    array([0., 1., 5.])
+    """
+    af = np.ascontiguousarray(a).reshape(a.size)
+    tf, sf = np.ascontiguousarray(t).reshape(t.size), np.ascontiguousarray(s).reshape(s.size)
+    out = np.empty(af.size, np.float64)
+    z, z_t, z_s, z_ts = 1.0, 0.0, 0.0, 0.0  # the product so far, its tangents along t and s, and along both
+    for i in range(af.size):
+        z_ts = z_ts * af[i] + z_t * sf[i] + z_s * tf[i]
+        z_t, z_s = z_t * af[i] + z * tf[i], z_s * af[i] + z * sf[i]
+        z = z * af[i]
+        out[i] = z_ts
+    return out
+
+
+@register_jitable
+def cumprod_vjp_jvp(g, t, a):
+    """Tangent of ``cumprod_vjp(g, a)`` along the tangent ``t`` of ``a``; shaped like ``a``.
+
+    Also the adjoint of ``a`` in ``cumprod_jvp(t, a)`` given its adjoint ``g``
+    (the second derivative of ``np.cumprod`` is symmetric). No division by ``a``.
+
+    >>> cumprod_vjp_jvp(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]), np.array([2.0, 3.0, 5.0]))
+    array([0., 5., 3.])
+    """
+    af, tf = np.ascontiguousarray(a).reshape(a.size), np.ascontiguousarray(t).reshape(t.size)
+    gf = np.ascontiguousarray(g).reshape(g.size)
+    n = af.size
+    before = np.empty(n, np.float64)  # product of the elements before i, and its tangent
+    before_dot = np.empty(n, np.float64)
+    p, p_dot = 1.0, 0.0
+    for i in range(n):
+        before[i], before_dot[i] = p, p_dot
+        p_dot = p_dot * af[i] + p * tf[i]
+        p = p * af[i]
+    out = np.empty(n, np.float64)
+    tail, tail_dot = 0.0, 0.0  # as in cumprod_vjp, and its tangent
+    for i in range(n - 1, -1, -1):
+        if i + 1 < n:
+            tail_dot = af[i + 1] * tail_dot + tf[i + 1] * tail
+            tail = gf[i] + af[i + 1] * tail
+        else:
+            tail_dot, tail = 0.0, gf[i]
+        out[i] = before_dot[i] * tail + before[i] * tail_dot
     return out.reshape(a.shape)
 
 

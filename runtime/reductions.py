@@ -30,8 +30,8 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .helper_cache import overload, register_jitable
 
-__all__ = ["sum", "mean", "prod", "amax", "amin", "norm", "prod_vjp", "prod_jvp", "extremum_jvp",
-           "cumsum_vjp", "norm_vjp", "norm_jvp", "clip_inside", "clip_jvp"]
+__all__ = ["sum", "mean", "prod", "amax", "amin", "norm", "prod_vjp", "prod_jvp", "prod_others_jvp", "extremum_jvp",
+           "cumsum_vjp", "norm_vjp", "norm_jvp", "norm_weight_dx", "norm_weight_dnorm", "clip_inside", "clip_jvp"]
 
 
 # ------------------------------------------------------------------ typing-time utilities
@@ -748,6 +748,105 @@ def _norm_jvp_nb(x_dot, x, z, ord, axis, keepdims):
     return impl
 
 
+# The weights w = d norm / d x that norm_vjp and norm_jvp apply: sign(x) (|x| / norm) ** (p - 1) for a p-norm
+# (x / norm for p = 2), piecewise constant for p = 1 and the inf-norms. Their derivatives, by x (element by
+# element: w[k] depends on x[k] and the norm only) and by the norm, are the second derivatives of the norm.
+@register_jitable
+def _dweight_dx(v, z, p):
+    """d w / d x of one element ``v`` of ``x``, at the norm ``z``."""
+    if z == 0 or p == 1.0 or p == np.inf or p == -np.inf:
+        return 0.0
+    if p == 2.0:
+        return 1.0 / z
+    if v == 0:  # |x| ** (p - 2): zero for p > 2, unbounded for p < 2
+        return 0.0 if p > 2.0 else (p - 1.0) * np.inf
+    return (p - 1.0) * abs(v) ** (p - 2.0) / z ** (p - 1.0)
+
+
+@register_jitable
+def _dweight_dnorm(v, z, p):
+    """d w / d norm of one element ``v`` of ``x``, at the norm ``z``."""
+    if z == 0 or v == 0 or p == 1.0 or p == np.inf or p == -np.inf:
+        return 0.0
+    if p == 2.0:
+        return -v / (z * z)
+    return (1.0 - p) * np.sign(v) * abs(v) ** (p - 1.0) / z ** p
+
+
+def _dweight3(x3, z3, p, by_norm):
+    """:func:`_dweight_dnorm` (``by_norm``) or :func:`_dweight_dx` of each element of ``x3``."""
+    each = np.vectorize(_dweight_dnorm if by_norm else _dweight_dx, otypes=[_float_of(x3, z3)])
+    return each(x3, z3, p)
+
+
+@overload(_dweight3)
+def _dweight3_nb(x3, z3, p, by_norm):
+    ft = _float_dtype(x3, z3)
+
+    def impl(x3, z3, p, by_norm):
+        pre, n, post = x3.shape
+        out = np.empty(x3.shape, ft)
+        for i in range(pre):
+            for j in range(post):
+                z = z3[i, 0, j]
+                for k in range(n):
+                    if by_norm:
+                        out[i, k, j] = _dweight_dnorm(x3[i, k, j], z, p)
+                    else:
+                        out[i, k, j] = _dweight_dx(x3[i, k, j], z, p)
+        return out
+
+    return impl
+
+
+def norm_weight_dx(x, norm, ord, axis):
+    """The derivative by ``x`` of the weights ``d norm / d x`` of :func:`norm_vjp`, element by element.
+
+    ``norm`` is the norm of ``x`` (any keepdims); the weight of an element
+    depends on that element and the norm only, so this is the diagonal of
+    the norm's second derivative with the norm held fixed.
+
+    >>> norm_weight_dx(np.array([3.0, -4.0]), 5.0, None, None)
+    array([0.2, 0.2])
+    """
+    if np.ndim(x) == 0:
+        return 0.0
+    return _dweight3(_v3(x, axis), _g3(norm, x, axis), _ord_value(ord), False).reshape(np.shape(x))
+
+
+@overload(norm_weight_dx)
+def _norm_weight_dx_nb(x, norm, ord, axis):
+    if isinstance(x, types.Number):
+        return lambda x, norm, ord, axis: 0.0
+
+    def impl(x, norm, ord, axis):
+        return _dweight3(_v3(x, axis), _g3(norm, x, axis), _ord_value(ord), False).reshape(x.shape)
+
+    return impl
+
+
+def norm_weight_dnorm(x, norm, ord, axis):
+    """The derivative by ``norm`` of the weights ``d norm / d x`` of :func:`norm_vjp`; shaped like ``x``.
+
+    >>> norm_weight_dnorm(np.array([3.0, -4.0]), 5.0, None, None)
+    array([-0.12,  0.16])
+    """
+    if np.ndim(x) == 0:
+        return 0.0
+    return _dweight3(_v3(x, axis), _g3(norm, x, axis), _ord_value(ord), True).reshape(np.shape(x))
+
+
+@overload(norm_weight_dnorm)
+def _norm_weight_dnorm_nb(x, norm, ord, axis):
+    if isinstance(x, types.Number):
+        return lambda x, norm, ord, axis: 0.0
+
+    def impl(x, norm, ord, axis):
+        return _dweight3(_v3(x, axis), _g3(norm, x, axis), _ord_value(ord), True).reshape(x.shape)
+
+    return impl
+
+
 # ------------------------------------------------------------------ products
 def _others3(x3):
     """For each element of ``x3``, the product of the other elements along the middle axis (no division)."""
@@ -836,6 +935,76 @@ def _prod_jvp_nb(a_dot, a, axis, keepdims):
     def impl(a_dot, a, axis, keepdims):
         ax = _norm_axis(axis, a.ndim)
         return fin(_contract3(_others3(_v3(a, ax)), _t3(a_dot, a, ax)), a, ax)
+
+    return impl
+
+
+def _others_jvp3(x3, t3):
+    """The tangent along ``t3`` of :func:`_others3`: products leaving out two factors, weighted by ``t3``."""
+    pre, n, post = x3.shape
+    ft = _float_of(x3, t3)
+    left, left_dot = np.ones(x3.shape, ft), np.zeros(x3.shape, ft)  # the product of the elements before k, its tangent
+    for k in range(1, n):
+        left_dot[:, k] = left_dot[:, k - 1] * x3[:, k - 1] + left[:, k - 1] * t3[:, k - 1]
+        left[:, k] = left[:, k - 1] * x3[:, k - 1]
+    out = np.empty(x3.shape, ft)
+    right, right_dot = np.ones((pre, post), ft), np.zeros((pre, post), ft)  # the same after k
+    for k in range(n - 1, -1, -1):
+        out[:, k] = left_dot[:, k] * right + left[:, k] * right_dot
+        right_dot = right_dot * x3[:, k] + right * t3[:, k]
+        right = right * x3[:, k]
+    return out
+
+
+@overload(_others_jvp3)
+def _others_jvp3_nb(x3, t3):
+    ft = _float_dtype(x3, t3)
+
+    def impl(x3, t3):
+        pre, n, post = x3.shape
+        out = np.empty(x3.shape, ft)
+        left = np.empty(n, ft)
+        left_dot = np.empty(n, ft)
+        for i in range(pre):
+            for j in range(post):
+                acc, acc_dot = 1.0, 0.0
+                for k in range(n):
+                    left[k] = acc
+                    left_dot[k] = acc_dot
+                    acc_dot = acc_dot * x3[i, k, j] + acc * t3[i, k, j]
+                    acc *= x3[i, k, j]
+                acc, acc_dot = 1.0, 0.0
+                for k in range(n - 1, -1, -1):
+                    out[i, k, j] = left_dot[k] * acc + left[k] * acc_dot
+                    acc_dot = acc_dot * x3[i, k, j] + acc * t3[i, k, j]
+                    acc *= x3[i, k, j]
+        return out
+
+    return impl
+
+
+def prod_others_jvp(t, a, axis):
+    """Tangent along ``t`` of the products of the other elements over ``axis``, the weights :func:`prod_vjp` spreads.
+
+    Element i is the sum over k != i of ``t[k]`` times the product of the
+    elements but i and k: exact where ``a`` holds zeros (no division). It is
+    symmetric in ``t`` and the result's index, so it is also its own adjoint.
+
+    >>> prod_others_jvp(np.array([1.0, 0.0, 0.0]), np.array([2.0, 3.0, 5.0]), None)
+    array([0., 5., 3.])
+    """
+    if np.ndim(a) == 0:
+        return 0.0
+    return _others_jvp3(_v3(a, axis), _t3(t, a, axis)).reshape(np.shape(a))
+
+
+@overload(prod_others_jvp)
+def _prod_others_jvp_nb(t, a, axis):
+    if isinstance(a, types.Number):
+        return lambda t, a, axis: 0.0
+
+    def impl(t, a, axis):
+        return _others_jvp3(_v3(a, axis), _t3(t, a, axis)).reshape(a.shape)
 
     return impl
 
