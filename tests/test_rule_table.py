@@ -168,6 +168,27 @@ case(np.einsum, "np.einsum('ij->i', {a})", "linalg", a=normal(2, 3))
 case(np.interp, "np.interp({x}, {xp}, {fp})", "linalg", fixed=("xp",), x=uniform(-0.2, 1.2, 5),
      xp=lambda rng: np.array([0.0, 0.3, 0.55, 1.0]), fp=normal(4))
 
+# ------------------------------------------------------------------ adjoint helpers of products, norms, solves
+# their rules are the second derivatives of np.prod, np.cumprod, np.linalg.norm and np.linalg.solve; every
+# argument varies on its own here (the norm and the solution too), so each partial derivative is checked
+case(rt.prod_vjp, "rt.prod_vjp({g}, {a}, None, False)", "helpers", g=normal(), a=away(0.5, 1.5, 5))
+case(rt.prod_vjp, "rt.prod_vjp({g}, {a}, 1, True)", "helpers", g=normal(3, 1), a=away(0.5, 1.5, 3, 4))
+case(rt.prod_jvp, "rt.prod_jvp({t}, {a}, 0, False)", "helpers", t=normal(3, 4), a=away(0.5, 1.5, 3, 4))
+case(rt.norm_vjp, "rt.norm_vjp({g}, {x}, {n}, None, None, False)", "helpers", g=normal(), x=normal(4),
+     n=uniform(1.0, 2.0))
+case(rt.norm_vjp, "rt.norm_vjp({g}, {x}, {n}, 3, 1, False)", "helpers", g=normal(3), x=away(0.3, 2.0, 3, 4),
+     n=uniform(1.0, 2.0, 3))
+case(rt.norm_jvp, "rt.norm_jvp({t}, {x}, {n}, None, 0, True)", "helpers", t=normal(3, 4), x=normal(3, 4),
+     n=uniform(1.0, 2.0, 1, 4))
+case(rt.norm_jvp, "rt.norm_jvp({t}, {x}, {n}, 1, 1, False)", "helpers", t=normal(2, 3), x=away(0.3, 2.0, 2, 3),
+     n=uniform(1.0, 2.0, 2))
+for _rhs in ((3,), (3, 2)):
+    for _fn in (rt.solve_vjp_a, rt.solve_vjp_b):
+        case(_fn, f"rt.{_fn.__name__}({{g}}, {{a}}, {{b}}, {{s}})", "helpers", fixed=("b",), g=normal(*_rhs),
+             a=well_conditioned(3), b=normal(*_rhs), s=normal(*_rhs))
+case(rt.cumprod_jvp, "rt.cumprod_jvp({t}, {a})", "helpers", t=normal(2, 3), a=away(0.5, 1.5, 2, 3))
+case(rt.cumprod_vjp, "rt.cumprod_vjp({g}, {a})", "helpers", g=normal(6), a=away(0.5, 1.5, 2, 3))
+
 # ------------------------------------------------------------------ moving elements
 case(np.transpose, "np.transpose({x})", "shape", x=normal(2, 3))
 case(np.transpose, "np.transpose({x}, (1, 2, 0))", "shape", x=normal(2, 3, 2))
@@ -358,22 +379,28 @@ for _fn in (rt.trip_count, rt.snapshot_count, rt.revolve_start, rt.revolve_next,
     COVERED_ELSEWHERE[_fn] = "checkpointed loops: tests/test_checkpoint.py (hessian of one against differences)"
 for _fn in (rt.zeros_stack, rt.last_item):
     COVERED_ELSEWHERE[_fn] = "comprehensions and tuples indexed at run time: tests/test_language.py"
-for _fn in (rt.assign_into, rt.norm_jvp, rt.norm_vjp, rt.prod_jvp, rt.prod_vjp, rt.solve_vjp_a, rt.solve_vjp_b):
-    COVERED_ELSEWHERE[_fn] = "facts only (purity, freshness), no derivative: differentiating it raises NoRuleError"
+COVERED_ELSEWHERE[rt.assign_into] = ("facts only (purity, freshness), no derivative: differentiating it raises "
+                                     "NoRuleError")
+for _fn in (rt.prod_others_jvp, rt.norm_weight_dx, rt.norm_weight_dnorm, rt.cumprod_hvp, rt.cumprod_vjp_jvp):
+    COVERED_ELSEWHERE[_fn] = ("facts only: a second derivative of np.prod, np.linalg.norm or np.cumprod (the helper "
+                              "cases here, tests/test_second_order_helpers.py); differentiating it, third order, "
+                              "raises NoRuleError (SECOND_ORDER_GAPS)")
 for _fn in (np.float64, np.float32, np.int64, np.int32, np.bool_, slice):
     COVERED_ELSEWHERE[_fn] = "facts only (their spelling in a CUDA kernel: tests/test_cuda.py), no derivative"
 
 #: Rules whose second order s2s cannot do yet: it must raise NoRuleError (never a wrong number).
 SECOND_ORDER_GAPS = {
-    np.prod: "rt.prod_vjp has no rule (its derivative in `a` needs products leaving out two factors)",
-    np.linalg.norm: "rt.norm_vjp and rt.norm_jvp have no rules",
-    np.linalg.solve: "rt.solve_vjp_a and rt.solve_vjp_b have no rules",
-    np.cumprod: "rt.cumprod_vjp and rt.cumprod_jvp have no rules",
+    rt.prod_vjp: "third order of np.prod: rt.prod_others_jvp has no rule (products leaving out three factors)",
+    rt.prod_jvp: "third order of np.prod: rt.prod_others_jvp has no rule (products leaving out three factors)",
+    rt.norm_vjp: "third order of np.linalg.norm: rt.norm_weight_dx and rt.norm_weight_dnorm have no rules",
+    rt.norm_jvp: "third order of np.linalg.norm: rt.norm_weight_dx and rt.norm_weight_dnorm have no rules",
+    rt.cumprod_jvp: "third order of np.cumprod: rt.cumprod_hvp has no rule",
+    rt.cumprod_vjp: "third order of np.cumprod: rt.cumprod_vjp_jvp has no rule",
 }
 #: Rules checked compiled as well: those of issue 10 (Numba-compiled code meets them nowhere else yet).
 COMPILED = {np.sort, np.diff, np.cumprod, np.var, np.std, np.atleast_1d, np.atleast_3d, np.roll, np.flip, np.fliplr,
             np.flipud, np.tril, np.triu, np.kron, np.interp, np.linalg.cholesky, np.linalg.eigh, np.linalg.slogdet,
-            np.einsum, np.ndim} | {c.fn for c in CASES if c.group.startswith("numba")}
+            np.einsum, np.ndim} | {c.fn for c in CASES if c.group.startswith("numba") or c.group == "helpers"}
 for _c in CASES:
     _c.second = _c.fn not in SECOND_ORDER_GAPS
     _c.compiled = _c.fn in COMPILED

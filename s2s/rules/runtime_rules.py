@@ -149,11 +149,57 @@ defrule(rt.diag_vjp, "g, v, k", nondiff=("v", "k"), jvp="rt.diag_vjp(g_dot, v, k
 
 # ------------------------------- facts only: differentiating these is an error until they get rules
 deffacts("x, value", rt.assign_into, pure=False)  # writes `value` into the array `x`
-deffacts("g, a, b, solution", rt.solve_vjp_a, rt.solve_vjp_b, fresh=True)
-deffacts("g, a, axis, keepdims", rt.prod_vjp, fresh=True)
-deffacts("g, x, norm, ord, axis, keepdims", rt.norm_vjp, fresh=True)
-deffacts("t, a, axis, keepdims", rt.prod_jvp)
-deffacts("t, x, norm, ord, axis, keepdims", rt.norm_jvp)
+
+# ------------------------------------------- adjoints and tangents of products, norms and solves: second order
+# prod_vjp is g spread times the products of the other elements, prod_jvp those products against t: their
+# derivatives in `a` leave out two factors (rt.prod_others_jvp, symmetric, so its own adjoint)
+defrule(rt.prod_vjp, "g, a, axis, keepdims", nondiff=("axis", "keepdims"), fresh=True,
+        jvp="rt.prod_vjp(g_dot, a, axis, keepdims)"
+            " + rt.unreduce(g, a, axis, keepdims) * rt.prod_others_jvp(a_dot, a, axis)",
+        vjp=("rt.prod_jvp(z_adj, a, axis, keepdims)",
+             "rt.prod_others_jvp(rt.unreduce(g, a, axis, keepdims) * z_adj, a, axis)"))
+defrule(rt.prod_jvp, "t, a, axis, keepdims", nondiff=("axis", "keepdims"),
+        jvp="rt.prod_jvp(t_dot, a, axis, keepdims)"
+            " + rt.sum(t * rt.prod_others_jvp(a_dot, a, axis), axis, keepdims=keepdims)",
+        vjp=("rt.prod_vjp(z_adj, a, axis, keepdims)",
+             "rt.prod_others_jvp(rt.unreduce(z_adj, a, axis, keepdims) * t, a, axis)"))
+deffacts("t, a, axis", rt.prod_others_jvp, fresh=True)  # third order: products leaving out three factors
+# norm_vjp is g spread times the weights w = d norm / d x, a function of each element and of the norm
+_DW = ("(rt.norm_weight_dx(x, norm, ord, axis) * x_dot"
+       " + rt.norm_weight_dnorm(x, norm, ord, axis) * rt.unreduce(norm_dot, x, axis, keepdims))")
+defrule(rt.norm_vjp, "g, x, norm, ord, axis, keepdims", nondiff=("ord", "axis", "keepdims"), fresh=True,
+        jvp=f"rt.norm_vjp(g_dot, x, norm, ord, axis, keepdims) + rt.unreduce(g, x, axis, keepdims) * {_DW}",
+        vjp=("rt.norm_jvp(z_adj, x, norm, ord, axis, keepdims)",
+             "rt.unreduce(g, x, axis, keepdims) * rt.norm_weight_dx(x, norm, ord, axis) * z_adj",
+             "rt.sum(rt.unreduce(g, x, axis, keepdims) * rt.norm_weight_dnorm(x, norm, ord, axis) * z_adj, axis, "
+             "keepdims=keepdims)"))
+defrule(rt.norm_jvp, "t, x, norm, ord, axis, keepdims", nondiff=("ord", "axis", "keepdims"),
+        jvp=f"rt.norm_jvp(t_dot, x, norm, ord, axis, keepdims) + rt.sum(t * {_DW}, axis, keepdims=keepdims)",
+        vjp=("rt.norm_vjp(z_adj, x, norm, ord, axis, keepdims)",
+             "rt.unreduce(z_adj, x, axis, keepdims) * t * rt.norm_weight_dx(x, norm, ord, axis)",
+             "rt.sum(rt.unreduce(z_adj, x, axis, keepdims) * t * rt.norm_weight_dnorm(x, norm, ord, axis), axis, "
+             "keepdims=keepdims)"))
+deffacts("x, norm, ord, axis", rt.norm_weight_dx, rt.norm_weight_dnorm, fresh=True)  # third order
+# solve_vjp_b(g, a, b, solution) is solve(a.T, g), solve_vjp_a is -dot_vjp_a(solve(a.T, g), a, solution):
+# templates of solve and products, so every order has rules
+defrule(rt.solve_vjp_b, "g, a, b, solution", nondiff=("b", "solution"), fresh=True,
+        jvp="rt.solve_vjp_b(g_dot - rt.matvec(np.transpose(a_dot), z), a, b, solution)",
+        vjp=("np.linalg.solve(a, z_adj)", "-rt.dot_vjp_a(z, a, np.linalg.solve(a, z_adj))"))
+defrule(rt.solve_vjp_a, "g, a, b, solution", nondiff=("b",), fresh=True,
+        jvp="rt.solve_vjp_a(g_dot - rt.matvec(np.transpose(a_dot), rt.solve_vjp_b(g, a, b, solution)), a, b,"
+            " solution) - rt.dot_vjp_a(rt.solve_vjp_b(g, a, b, solution), a, solution_dot)",
+        vjp=("-np.linalg.solve(a, rt.matvec(z_adj, solution))",
+             "-rt.dot_vjp_a(z, a, np.linalg.solve(a, z_adj))",
+             "-rt.matvec(np.transpose(z_adj), rt.solve_vjp_b(g, a, b, solution))"))
+# cumprod_jvp is J t and cumprod_vjp J.T g for the Jacobian J of np.cumprod; their derivatives in `a` are its
+# second derivative, applied by rt.cumprod_hvp (two tangents) and rt.cumprod_vjp_jvp (an adjoint and a tangent)
+defrule(rt.cumprod_jvp, "t, a", fresh=True, jvp="rt.cumprod_jvp(t_dot, a) + rt.cumprod_hvp(t, a_dot, a)",
+        vjp=("rt.cumprod_vjp(z_adj, a)", "rt.cumprod_vjp_jvp(z_adj, t, a)"))
+defrule(rt.cumprod_vjp, "g, a", fresh=True, jvp="rt.cumprod_vjp(g_dot, a) + rt.cumprod_vjp_jvp(g, a_dot, a)",
+        vjp=("rt.cumprod_jvp(z_adj, a)", "rt.cumprod_vjp_jvp(g, z_adj, a)"))
+deffacts("t, s, a", rt.cumprod_hvp, fresh=True)  # third order
+deffacts("g, t, a", rt.cumprod_vjp_jvp, fresh=True)
+
 # ------------------------------------------------------------- Python sequences
 defnondiff("first, n", rt.zeros_stack)
 defrule(rt.last_item, "item, index, length", nondiff=("index", "length"),
