@@ -163,8 +163,11 @@ class Builder:
         else:
             entry = generator.root(typed, self.transform, self.argnums, self.has_aux, self.single)
         typer.type_callees(typed)
+        needed = _reachable([entry, adjoint], [f.node for f in program.functions.values()] + generator.functions)
         primals = []
         for f in program.functions.values():
+            if f.node.name not in needed:  # a primal nothing generated calls (a grad's own function) is left out
+                continue
             fuses = f is root and self.transform == "jit" and self.fuse
             ctx = pipeline.Context(f.namer, pure=generator.pure, scalars=_float_scalars(typed) if f is root else set(),
                                    types=typed.typemap if fuses else None, return_type=typed.return_type,
@@ -172,7 +175,7 @@ class Builder:
             node = copy.deepcopy(f.node)  # `s = 0` before `s = s + 2.0` is `s = 0.0`: Numba types it once
             node.body = typer.primal_body(f)
             primals.append(pipeline.run("primal", node, ctx))
-        functions = primals + generator.functions
+        functions = primals + [g for g in generator.functions if g.name in needed]
         if self.vector_math:
             ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed))
             functions = [pipeline.run("finish", f, ctx) for f in functions]
@@ -235,6 +238,26 @@ def _float_scalars(typed: Typed, namer: Namer | None = None) -> set[str]:
     if namer is not None:
         scalars |= {adj for v, adj in namer.derived_names("adj").items() if v in scalars}
     return scalars
+
+
+def _reachable(roots: list[str], functions: list[gast.FunctionDef]) -> set[str]:
+    """The names of ``functions`` that ``roots`` are or call, directly or through one another.
+
+        >>> fs = [gast.parse(t).body[0] for t in ("def f(x):\\n    return g(x)", "def g(x):\\n    return x",
+        ...                                        "def h(x):\\n    return x")]
+        >>> sorted(_reachable(["f"], fs))
+        ['f', 'g']
+    """
+    defined = {fn.name: fn for fn in functions}
+    seen: set[str] = set()
+    todo = [r for r in roots if r]
+    while todo:
+        name_ = todo.pop()
+        if name_ in seen or name_ not in defined:
+            continue
+        seen.add(name_)
+        todo += [n.id for n in gast.walk(defined[name_]) if isinstance(n, gast.Name) and n.id in defined]
+    return seen
 
 
 def pure_functions(program: Program) -> set[str]:

@@ -1,8 +1,9 @@
 """Codegen: gast functions → the text of a generated module, and a map back to the user's lines.
 
 The module opens with a docstring header (source function, transform,
-signature), imports only NumPy, ``math``, Numba and ``s2s_runtime``, and
-defines one function per generated function:
+signature), imports NumPy, Numba and ``s2s_runtime`` (and ``math`` and
+``operator`` where a function uses them), and defines one function per
+generated function:
 
     >>> import gast
     >>> fn = gast.parse("def f(x):\\n    return np.sin(x)").body[0]
@@ -22,6 +23,8 @@ from .astutil import ast_source
 __all__ = ["module_source", "IMPORTS"]
 
 IMPORTS = "import math\nimport operator\n\nimport numba\nimport numpy as np\n\nimport s2s_runtime as rt\n"
+_OPTIONAL = ("math", "operator")  # imported only where the functions use them (NumPy, Numba, rt always: vmap and
+                                  # the CUDA backend append code that uses them)
 
 
 def module_source(functions: list[gast.FunctionDef], header: str, decorator: str | None = None,
@@ -31,7 +34,10 @@ def module_source(functions: list[gast.FunctionDef], header: str, decorator: str
     ``decorator`` (say ``numba.njit(cache=False)``) is put on every function;
     ``preamble`` goes after the imports (module constants).
     """
-    parts = [f'"""{header}"""\n', IMPORTS]
+    used = {n.id for fn in functions for n in gast.walk(fn) if isinstance(n, gast.Name)}
+    imports = "".join(line + "\n" for line in IMPORTS.splitlines()
+                      if not any(line == f"import {m}" and m not in used for m in _OPTIONAL))
+    parts = [f'"""{header}"""\n', imports.lstrip("\n")]
     if preamble:
         parts.append(preamble)
     trees = []

@@ -93,10 +93,15 @@ def test_show_stages_prints_every_pass_before_the_module(cli):
 
     done = cli("show", "model.py:f", "--grad", "--signature", "f8[:]", "--stages")
     assert done.returncode == 0, done.stderr
-    for stage in ("front", "normalise", "primal", "reverse"):
+    for stage in ("front", "normalise", "reverse"):
         for step in pipeline.STAGES[stage]:
             assert f": {stage} / {step.name}\n" in done.stdout, (stage, step.name)
     assert done.stdout.index("/ split tuples") < done.stdout.index("grad of f")
+    assert ": primal /" not in done.stdout and "def f(" not in done.stdout.split("grad of f")[1]  # nothing calls f
+    done = cli("show", "model.py:f", "--jit", "--signature", "f8[:]", "--stages")
+    assert done.returncode == 0, done.stderr
+    for step in pipeline.STAGES["primal"]:
+        assert f": primal / {step.name}\n" in done.stdout, step.name
 
 
 def test_show_timings_breaks_the_first_call_down(cli):

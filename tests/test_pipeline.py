@@ -34,7 +34,8 @@ def _shown(capsys, monkeypatch, transform: str) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("transform, stages", [
     ("grad", ["front", "normalise", "primal", "reverse", "callee vjp", "finish"]),
-    ("jvp", ["front", "normalise", "primal", "forward", "finish"]),
+    ("jvp", ["front", "normalise", "forward", "finish"]),  # its tangent calls the callee's jvp, no primal
+    ("jit", ["front", "normalise", "primal", "finish"]),
 ])
 def test_verbose_names_every_stage_and_pass(capsys, monkeypatch, transform, stages):
     shown = _shown(capsys, monkeypatch, transform)
