@@ -304,6 +304,7 @@ class _Generator:
         whose tape would pass ``max_tape_bytes`` is checkpointed."""
         fn = typed.function
         activity = Activity(typed, active, self.program.module_functions(), outputs)
+        self._check_calls(typed, activity)
         namer = copy.deepcopy(fn.namer)
         if isinstance(seed, gast.Name):
             namer.taken.add(seed.id)
@@ -514,9 +515,22 @@ class _Generator:
             self._check_no_argument_writes(function, arg_types)
         return function
 
+    def _check_calls(self, typed: Typed, activity: Activity) -> None:
+        """Refuse every call in ``typed``'s function of a program function that writes into an array argument,
+        where an argument carries a derivative, whether its result is used or not (``fill(out, x)``)."""
+        for s in gast.walk(typed.function.node):
+            value = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+            if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+                    and value.func.id in self.program.by_name and value.func.id not in self.program.custom \
+                    and any(isinstance(a, gast.Name) and a.id in activity.varied for a in value.args):
+                arg_types = tuple(atom_type(typed, a) for a in value.args)
+                if None not in arg_types:
+                    self._check_no_argument_writes(self.program.by_name[value.func.id], arg_types)
+
     def _check_no_argument_writes(self, callee: Function, arg_types: tuple) -> None:
-        """Refuse a callee that writes into an array its caller passed: the caller would read the
-        written values, and its derivative would miss them (never a silently wrong derivative)."""
+        """Refuse a callee that writes into an array its caller passed, itself or through a function it passes the
+        array to: the caller would read the written values, and its derivative would miss them (never a silently
+        wrong derivative)."""
         if (callee.name, arg_types) in self._checked:
             return
         self._checked.add((callee.name, arg_types))
@@ -524,6 +538,13 @@ class _Generator:
         activity = Activity(typed, set(), self.program.module_functions())
         params = set(callee.params)
         for s in gast.walk(callee.node):
+            value = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+            if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+                    and value.func.id in self.program.by_name and value.func.id not in self.program.custom \
+                    and any(isinstance(a, gast.Name) and activity.alias_class(a.id) & params for a in value.args):
+                inner = tuple(atom_type(typed, a) for a in value.args)
+                if None not in inner:
+                    self._check_no_argument_writes(self.program.by_name[value.func.id], inner)
             if not isinstance(s, gast.Assign):
                 continue
             target = s.targets[0]
@@ -625,6 +646,7 @@ class _Generator:
         if has_aux:
             outputs = [ret.elts[0].id] if isinstance(ret.elts[0], gast.Name) else []
         activity = Activity(typed, set(active_params), self.program.module_functions(), outputs, "forward")
+        self._check_calls(typed, activity)
         namer = copy.deepcopy(fn.namer)
         pre, directions, offsets = [], None, []
         vector = transform == "jacfwd"
@@ -700,6 +722,7 @@ class _Generator:
             params = callee.params
             active = [p for p, m in zip(params, mask) if m]
             callee_activity = Activity(typed_callee, set(active), self.program.module_functions(), mode="forward")
+            self._check_calls(typed_callee, callee_activity)
             namer = copy.deepcopy(callee.namer)
             directions = None
             if vector:
