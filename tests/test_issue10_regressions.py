@@ -413,7 +413,7 @@ def fill_as_statement(x):
 
 def fill_result_unused(x):
     y = np.zeros(3)
-    unused = _fill_first(y, x)       # the result is a name nothing reads (inactive)
+    unused = _fill_first(y, x)  # noqa: F841 (the result is a name nothing reads: inactive)
     return np.sum(y * x)
 
 
