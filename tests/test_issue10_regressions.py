@@ -448,3 +448,21 @@ def test_a_helper_writing_into_its_callers_array_is_refused(fn, transform):
 def test_a_helper_writing_a_constant_into_its_callers_array_is_differentiated(target):
     x = np.array([0.3, 0.7, -1.2])
     np.testing.assert_allclose(s2s.grad(fill_without_derivative, target=target)(x), 2 * x, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- a tuple-valued rule in vector mode
+
+
+def concatenate_then_overwrite(x):
+    y = np.concatenate((x, x[::-1]))
+    y[2:4] = y[0:2] * y[4:6]
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_hessian_through_the_adjoint_of_concatenate(target):
+    """The Hessian of a concatenation failed with "'tuple' object does not support item assignment": the
+    adjoint's `rt.split_like` returns a tuple, and vector-mode forward wrote each direction into the tuple."""
+    x = np.array([0.3, 0.7, 1.2])
+    np.testing.assert_allclose(s2s.hessian(concatenate_then_overwrite, target=target)(x),
+                               numerical_hessian(concatenate_then_overwrite, (x,), 0), rtol=1e-5, atol=1e-6)

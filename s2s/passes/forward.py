@@ -253,10 +253,21 @@ class ForwardTransform:
             return [assign(self.dot(z), expr)]
         k = self.namer.fresh("_k")
         alloc = self.zero_of(z)
-        alloc.func = gast.Attribute(value=name("np"), attr="empty", ctx=gast.Load())
+        for part in alloc.elts if isinstance(alloc, gast.Tuple) else [alloc]:
+            part.func = gast.Attribute(value=name("np"), attr="empty", ctx=gast.Load())
         per_direction = _index_tangents(expr, k)
-        target = gast.Subscript(value=name(self.dot(z)), slice=name(k), ctx=gast.Store())
-        body = [gast.Assign(targets=[target], value=per_direction, type_comment=None)]
+        if isinstance(alloc, gast.Tuple):  # a tuple of tangents (rt.split_like): each part's slice of direction k
+            parts = self.namer.fresh(f"{self.dot(z)}_k")
+            body = [assign(parts, per_direction)] + [
+                gast.Assign(targets=[gast.Subscript(value=gast.Subscript(value=name(self.dot(z)), slice=const(j),
+                                                                         ctx=gast.Load()),
+                                                    slice=name(k), ctx=gast.Store())],
+                            value=gast.Subscript(value=name(parts), slice=const(j), ctx=gast.Load()),
+                            type_comment=None)
+                for j in range(len(alloc.elts))]
+        else:
+            target = gast.Subscript(value=name(self.dot(z)), slice=name(k), ctx=gast.Store())
+            body = [gast.Assign(targets=[target], value=per_direction, type_comment=None)]
         loop = gast.For(target=name(k, store=True), iter=call("range", copy.deepcopy(self.directions)), body=body,
                         orelse=[], type_comment=None)
         return [assign(self.dot(z), alloc), loop]
