@@ -39,8 +39,6 @@ __all__ = ["Shapes"]
 
 SCALAR = ("scalar",)
 _unique = itertools.count()
-_KEEP_SHAPE = {"rt.unreduce": 1, "rt.unbroadcast": 1, "rt.broadcast_like": 1}  # shaped like this argument
-_ALLOCATE = {"np.empty", "np.zeros", "np.ones"}
 
 
 class Shapes:
@@ -140,16 +138,17 @@ class Shapes:
         rule = lookup_spelling(spelling)
         if rule is not None and rule.elementwise:
             return _combine([self._expr(a) for a in e.args])
-        if spelling in _KEEP_SHAPE and len(e.args) > _KEEP_SHAPE[spelling]:
+        shaped_as = rule.params.index(rule.shaped_as) if rule is not None and rule.shaped_as else None
+        if shaped_as is not None and len(e.args) > shaped_as:
             if spelling == "rt.unreduce" and not (len(e.args) == 4 and isinstance(e.args[2], gast.Constant)
                                                   and e.args[2].value is None):
                 return None  # a sum over one axis comes back shaped by that axis
-            return self._expr(e.args[_KEEP_SHAPE[spelling]])
+            return self._expr(e.args[shaped_as])
         if rule is not None and rule.like and len(e.args) == 1:
             return self._expr(e.args[0])
         if spelling == "rt.basis" and len(e.args) == 3 and isinstance(e.args[2], gast.Name):
             return ("rows", self._count(e.args[0]), self.of(e.args[2].id))
-        if spelling in _ALLOCATE and e.args:
+        if rule is not None and rule.fill in ("0", "1", "empty") and not rule.like and e.args:  # np.zeros(shape)
             shape = e.args[0]
             if _is_shape_of(shape):
                 return self.of(shape.value.id)

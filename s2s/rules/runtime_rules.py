@@ -208,3 +208,5 @@ defrule(rt.last_item, "item, index, length", nondiff=("index", "length"),
 # facts the fusion pass and the CUDA backend ask for
 mark(rt.unbroadcast, rt.broadcast_like, passes_through=True)
 mark(rt.basis, fill="basis")
+mark(rt.unbroadcast, rt.broadcast_like, shaped_as="like")
+mark(rt.unreduce, shaped_as="x")
