@@ -466,3 +466,16 @@ def test_hessian_through_the_adjoint_of_concatenate(target):
     x = np.array([0.3, 0.7, 1.2])
     np.testing.assert_allclose(s2s.hessian(concatenate_then_overwrite, target=target)(x),
                                numerical_hessian(concatenate_then_overwrite, (x,), 0), rtol=1e-5, atol=1e-6)
+
+
+def reshaped_slice_product(x):
+    return np.sum(np.sin(np.reshape(x[:9], (3, 3)) @ x[9:]))
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_hessian_of_a_reshaped_slice(target):
+    """The compiled Hessian failed in Numba ("No implementation of function reshape"): a direction's tangent of
+    `x[:9]` is a row Numba types as non-contiguous; the forward rule of np.reshape reads it contiguous."""
+    x = np.linspace(0.1, 1.2, 12)
+    np.testing.assert_allclose(s2s.hessian(reshaped_slice_product, target=target)(x),
+                               numerical_hessian(reshaped_slice_product, (x,), 0), rtol=1e-5, atol=1e-6)

@@ -213,6 +213,7 @@ case(np.vstack, "np.vstack(({x}, {y}))", "shape", x=normal(2, 3), y=normal(1, 3)
 case(np.array, "np.array(({s}, {t}, {s} * {t}))", "shape", s=normal(), t=normal())
 case(np.copy, "np.copy({x})", "shape", x=normal(3))
 case(np.asarray, "np.asarray({x})", "shape", x=normal(3))
+case(np.ascontiguousarray, "np.ascontiguousarray({x}[::2])", "shape", x=normal(5))
 case(np.full, "np.full(3, {s})", "shape", s=normal())
 case(np.full_like, "np.full_like({x}, {s})", "shape", fixed=("x",), x=normal(3), s=normal())
 

@@ -128,7 +128,10 @@ defrule(np.linalg.inv, "a", jvp="-(z @ a_dot @ z)", vjp="-(z.T @ z_adj @ z.T)")
 # ----------------------------------------------------------- shape and copies
 defrule(np.transpose, "a, axes=None", nondiff=("axes",), view=True, jvp="np.transpose(a_dot, axes)",
         vjp="rt.transpose_vjp(z_adj, axes)")
-defrule(np.reshape, "a, newshape", nondiff=("newshape",), view=True, jvp="np.reshape(a_dot, newshape)",
+# a tangent may be a row of a directions array Numba types as non-contiguous (jacfwd of `np.reshape(x[:9], ...)`):
+# np.ascontiguousarray is that row itself wherever the memory is contiguous
+defrule(np.reshape, "a, newshape", nondiff=("newshape",), view=True,
+        jvp="np.reshape(np.ascontiguousarray(a_dot), newshape)",
         vjp="rt.reshape_like(z_adj, a)")
 defrule(np.ravel, "a", view=True, jvp="np.ravel(a_dot)", vjp="rt.reshape_like(z_adj, a)")
 defrule(np.squeeze, "a, axis=None", nondiff=("axis",), view=True, impl="rt.squeeze",
@@ -149,6 +152,7 @@ defrule(np.array, "object, dtype=None", nondiff=("dtype",), sequences=("object",
 defrule(np.copy, "a", fresh=True, jvp="np.copy(a_dot)", vjp="z_adj")  # also `x.copy()`
 defrule(np.real, "val", view=True, jvp="np.real(val_dot)", vjp="z_adj")  # also `x.real`: x itself
 defrule(np.asarray, "a, dtype=None", nondiff=("dtype",), view=True, jvp="np.asarray(a_dot)", vjp="z_adj")
+defrule(np.ascontiguousarray, "a", view=True, jvp="np.ascontiguousarray(a_dot)", vjp="z_adj")
 defrule(np.take, "a, indices, axis=None", nondiff=("indices", "axis"), jvp="np.take(a_dot, indices, axis)",
         vjp="rt.take_vjp(z_adj, a, indices, axis)")  # a gather: a repeated index adds each of its entries
 defrule(np.take_along_axis, "arr, indices, axis", nondiff=("indices", "axis"),
