@@ -1133,7 +1133,9 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
 
 
 def _check_hessian(f, pure, x, s, n, value, target, call, failed):
-    """``s2s.hessian`` in ``x`` against central second differences (two step sizes must agree)."""
+    """``s2s.hessian`` in ``x`` against central second differences (two step sizes must agree), Richardson
+    extrapolated: their error is O(h^2), which at a large curvature passes the tolerance (seed 5003, 174: the
+    differences said -23092.9 where the exact value is -23101.07)."""
     with np.errstate(all="ignore"):
         fd_h, fd_h2 = _fd_hessian(pure, x, s, n, 1e-4), _fd_hessian(pure, x, s, n, 2e-4)
     if not np.all(np.isfinite(fd_h)) or np.max(np.abs(fd_h)) > 1e5:
@@ -1141,6 +1143,7 @@ def _check_hessian(f, pure, x, s, n, value, target, call, failed):
     scale = 1.0 + abs(value) + float(np.max(np.abs(fd_h)))
     if not _close(fd_h2, fd_h, scale, rtol=1e-3, atol=1e-4):
         return None
+    fd_h = (4.0 * fd_h - fd_h2) / 3.0  # the h^2 terms cancel
     got = call(f"hessian (target={target})", lambda: s2s.hessian(f, argnums=0, target=target)(x.copy(), s, n))
     if not _close(got, fd_h, scale, rtol=1e-4, atol=1e-4):
         return failed("hessian mismatch", f"hessian (target={target}) differs from finite differences:\n"
