@@ -656,3 +656,47 @@ def test_hessian_pops_the_tangent_of_a_tape_entry_nothing_reads(target):
     hessian = s2s.hessian(scaled_then_shifted, target=target)(*args)
     np.testing.assert_allclose(hessian, numerical_hessian(scaled_then_shifted, args, 0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(hessian, hessian.T, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- a slice restored through a popped name
+
+
+def slice_product_then_shift(x, s):
+    y0 = x * 1.0
+    y0[1:2] *= y0[2:3]               # the gradient saves y0[1:2] and restores it through the array it pops
+    y0 += np.cos(x[1])
+    return np.sum(y0)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_hessian_restores_the_tangent_of_a_slice_through_a_popped_array(target):
+    """A silent wrong Hessian (seed 5503, program 50 of a campaign): the gradient restores `y0[1:2]` through the
+    name it pops `y0` into; read again as code, that name was a dead variable (not active), so forward mode
+    skipped the tangent's restore, and views of `y0` read the overwritten tangent. A list holds references:
+    what is popped now shares memory with what was pushed, and a write through one name of an array makes its
+    other names useful."""
+    x = np.array([0.5478467492858172, -0.9208531449445188, -1.8361059042552212, -1.9338894578858836])
+    args = (x, 1.25)
+    hessian = s2s.hessian(slice_product_then_shift, target=target)(*args)
+    np.testing.assert_allclose(hessian, numerical_hessian(slice_product_then_shift, args, 0), rtol=1e-5, atol=1e-6)
+
+
+def write_through_a_popped_array(x):
+    y = x * 2.0
+    stack = []
+    stack.append(y)
+    z = stack.pop()                  # the same array as y
+    z[0] = 0.0
+    return np.sum(y * x)
+
+
+def test_a_popped_array_is_the_array_pushed():
+    """A list holds references: writing through the popped name changes `y`. grad and jvp were silently wrong
+    (2.42 for 2.36); jvp now follows the write, grad refuses it as any write through one name of memory another
+    reads."""
+    x = np.array([0.3, 0.7, -1.2])
+    v = np.array([0.1, 0.5, -0.2])
+    _, tangent = s2s.jvp(write_through_a_popped_array, (x,), (v,), target="python")
+    np.testing.assert_allclose(tangent, numerical_grad(write_through_a_popped_array, (x,), 0) @ v, rtol=1e-7)
+    with pytest.raises(s2s.S2SError, match="writing into `z` while `y`"):
+        s2s.grad(write_through_a_popped_array, target="python")(x)

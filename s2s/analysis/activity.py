@@ -98,7 +98,12 @@ class Activity:
         self.aliases: dict[str, set[str]] = {}
         self.edges: list = []  # (name, name, statement making them share memory)
         self.inplace: list = []
+        self._pushed: dict[str, list[str]] = {}  # a list (a tape) -> the names appended to it
+        self._popped: list = []  # (name, list, statement) of each `name = list.pop()`
         self._collect(self.fn.node.body)
+        for target, tape, s in self._popped:  # a list holds references: what is popped is what was pushed
+            for item in self._pushed.get(tape, ()):
+                self._alias(target, item, s)
         self.seeds = {p for p in active_params if typed.is_float(p)}  # parameters given a derivative
         self.varied = set(self.seeds)
         if outputs is None:
@@ -135,6 +140,7 @@ class Activity:
                 self._assign(s)
             elif isinstance(s, gast.Expr) and list_method(s.value) == "append":
                 self._flow(s.value.func.value.id, _atoms(s.value.args[0]), s)
+                self._pushed.setdefault(s.value.func.value.id, []).extend(_atoms(s.value.args[0]))
 
     def _assign(self, s) -> None:
         target, value = s.targets[0], s.value
@@ -147,6 +153,7 @@ class Activity:
         if isinstance(value, gast.Call) and list_method(value) == "pop":
             for t in targets:
                 self._flow(t, [value.func.value.id], s)
+                self._popped.append((t, value.func.value.id, s))
             return
         if isinstance(value, (gast.Name, gast.Tuple, gast.List)):
             sources = _atoms(value)
@@ -217,7 +224,8 @@ class Activity:
                             self.varied.add(t)
                             changed = True
                 if any(t in self.useful for t in group):
-                    for x in sources:
+                    # the sources, and every name of the written memory (a write through one is read by another)
+                    for x in sources + sorted(group):
                         if x not in self.useful and is_float(x):
                             self.useful.add(x)
                             changed = True
