@@ -29,8 +29,10 @@ enumerate(a)``, ``zip``, ``enumerate(zip(...))``, nested), ``triangular``
 (``for c in range(r)`` inside ``for r in range(...)``), ``while-update``
 (``while u * u > c and k < K`` with ``u`` updated in the body), ``kwargs``
 (helpers with defaults, called positionally, by keyword, or leaving them
-out) and ``comprehension`` (``sum(e for i in range(k))``, ``sum([e for v in
-a])``, ``sum(e for a, b in zip(u, w))``, ``np.array([e for ...])``). A
+out), ``comprehension`` (``sum(e for i in range(k))``, ``sum([e for v in
+a])``, ``sum(e for a, b in zip(u, w))``, ``np.array([e for ...])``) and
+``shapes`` (``np.concatenate``, ``np.reshape`` and ``.ravel()`` of arrays and
+slices, an undo stack of array copies on a list). A
 family is "supported" (every error fails) or "pending" (being implemented
 elsewhere: a program using it that s2s refuses with an ``s2s.S2SError`` is
 skipped; any other exception, and every wrong number, still fails). The
@@ -127,6 +129,9 @@ FAMILIES = {
     "while-update": "supported",   # while w * w > c and k < K: w updated in the body
     "kwargs": "supported",         # helpers with defaults, called positionally, by keyword, or leaving them out
     "comprehension": "supported",  # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
+    "shapes": "pending",           # np.concatenate of arrays, np.reshape of (slices of) arrays, an undo stack of
+                                   # array copies (stack.append(np.copy(y)) ... y = stack.pop()); pending: a list
+                                   # of arrays made anew in a loop is refused in reverse mode
 }
 
 
@@ -431,7 +436,19 @@ class Writer:
         kinds += self.kinds("fancy-index", "gather") + self.kinds("copies", "array-of")
         if depth > 0:
             kinds += self.kinds("comprehension", "listcomp-of") if not self.lazy else []
+            kinds += self.kinds("shapes", "concatenate", "reshape")
         kind = self.pick(kinds)
+        if kind == "concatenate":  # a slice of the concatenation of two arrays of the same length
+            start = self.integer(0, length)
+            self.uses("shapes", "concatenate")
+            return Node(f"np.concatenate(({{}}, {{}}))[{start}:{start + length}]",
+                        self.array(scope, length, depth - 1), self.array(scope, length, depth - 1))
+        if kind == "reshape":  # through a matrix and back, maybe transposed
+            rows = self.pick([r for r in (1, 2) if length % r == 0])
+            form = self.pick(["np.reshape(np.ascontiguousarray({}), ({}, {})).ravel()",
+                              "np.ravel(np.reshape(np.ascontiguousarray({}), ({}, {})).T)"])
+            self.uses("shapes", "reshape")
+            return Node(form.replace("({}, {})", f"({rows}, {length // rows})"), self.array(scope, length, depth - 1))
         if kind == "gather":
             self.uses("fancy-index", "gather")
             return leaf(f"{self.pick(scope.readonly + scope.arrays)}[{self.index_array(length)}]")
@@ -487,7 +504,7 @@ class Writer:
             kinds += ["break", "continue"]
         kinds += ["return"]
         kinds += self.kinds("copies", "alias", "view-write") + self.kinds("inplace", "whole-augment")
-        kinds += self.kinds("fancy-index", "scatter")
+        kinds += self.kinds("fancy-index", "scatter") + self.kinds("shapes", "undo")
         if "x" in scope.readonly and scope.loop_bound:  # in f only: helpers must not write their caller's arrays
             kinds += self.kinds("inplace", "param-write")
         if scope.depth == 0 and not scope.in_loop:
@@ -496,7 +513,7 @@ class Writer:
             kinds += self.kinds("enumerate-zip", "for-iter") + self.kinds("triangular", "for-tri")
             kinds += self.kinds("while-update", "while-update")
         kind = self.pick(kinds)
-        if kind in ("view-write", "whole-augment", "scatter") and not scope.arrays:
+        if kind in ("view-write", "whole-augment", "scatter", "undo") and not scope.arrays:
             kind = "array"
         if kind in ("alias", "for-iter", "rebind") and not scope.readonly + scope.arrays:
             kind = "assign"
@@ -745,9 +762,25 @@ def _while_update(w: Writer, scope: Scope) -> list:
             + indent(body))
 
 
+def _undo(w: Writer, scope: Scope) -> list:
+    """An undo stack: a copy of an array pushed on a list, the array changed, then the copy popped back into it
+    (``stack.append(np.copy(y)); y[1:3] *= e; y = stack.pop()``) or into a new name read later."""
+    y, stack = w.pick(scope.arrays), w.fresh("stack")
+    w.uses("shapes", "undo")
+    length = w.integer(1, LENGTH)
+    part = w.slice_of(length) or "[:]"
+    lines = [(0, f"{stack} = []"), (0, f"{stack}.append(np.copy({y}))"),
+             (0, Node(f"{y}{part} {w.pick(['=', '+=', '*='])} {{}}", w.scalar(scope)))]
+    if w.pick([False, True]):
+        return lines + [(0, f"{y} = {stack}.pop()")]
+    old = w.fresh("y")
+    scope.arrays.append(old)
+    return lines + [(0, f"{old} = {stack}.pop()")]
+
+
 NEW_STATEMENTS = {"alias": _alias, "view-write": _view_write, "whole-augment": _whole_augment,
                   "param-write": _param_write, "scatter": _scatter, "rebind": _rebind, "for-iter": _for_iter,
-                  "for-tri": _for_triangular, "while-update": _while_update}
+                  "for-tri": _for_triangular, "while-update": _while_update, "undo": _undo}
 
 
 def indent(lines: list) -> list:
