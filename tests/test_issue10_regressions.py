@@ -479,3 +479,25 @@ def test_hessian_of_a_reshaped_slice(target):
     x = np.linspace(0.1, 1.2, 12)
     np.testing.assert_allclose(s2s.hessian(reshaped_slice_product, target=target)(x),
                                numerical_hessian(reshaped_slice_product, (x,), 0), rtol=1e-5, atol=1e-6)
+
+
+def undo_stack_in_a_loop(x):
+    y0 = np.cos(x)
+    k0 = 0
+    while k0 < 1:
+        k0 += 1
+        stack0 = []
+        stack0.append(np.copy(y0))
+        y0[:] *= x[k0]
+        y0 = stack0.pop()
+    return np.sum(y0 * y0)
+
+
+def test_a_list_of_arrays_made_anew_in_a_loop():
+    """Reverse mode refuses it with a located error that says what it is (was "no derivative rule for `List`");
+    forward mode differentiates it (the fuzzer's shapes family draws it)."""
+    x = np.array([0.3, 0.7, 1.2, 0.4])
+    with pytest.raises(s2s.S2SError, match="a list of differentiated arrays made anew"):
+        s2s.grad(undo_stack_in_a_loop, target="python")(x)
+    _, tangent = s2s.jvp(undo_stack_in_a_loop, (x,), (np.ones(4),), target="python")
+    np.testing.assert_allclose(tangent, -np.sum(np.sin(2 * x)), rtol=1e-10)

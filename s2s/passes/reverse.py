@@ -287,6 +287,9 @@ class ReverseTransform:
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
                 and value.func.id in self.activity.module_functions:
             return self._call_contributions(s, build)
+        if isinstance(value, gast.List):
+            raise self.fn.unsupported("a list of differentiated arrays made anew where it is rebound (in a loop)", s,
+                                      hint="make the list once, before the loop, or keep the values in an array")
         rule, bound, label = call_rule(value)
         if rule is None:
             raise self.fn.src.error(NoRuleError, f"no derivative rule for `{label}`", s)
