@@ -245,14 +245,17 @@ class ForwardTransform:
         expr = self.tangent_expr(s)
         if expr is None:
             return [s, assign(self.dot(z), self.zero_of(z))]
-        return [s] + self.emit(z, expr)
+        return [s] + self.emit(z, expr, s)
 
-    def emit(self, z: str, expr) -> list:
+    def emit(self, z: str, expr, s) -> list:
         """``z_dot = expr`` (in vector mode, per direction unless ``expr`` is already a whole tangent)."""
         if self.directions is None or getattr(expr, "s2s_whole", False):
             return [assign(self.dot(z), expr)]
         k = self.namer.fresh("_k")
         alloc = self.zero_of(z)
+        if isinstance(alloc, gast.Tuple) and not all(isinstance(p, gast.Call) for p in alloc.elts):
+            raise self.fn.unsupported("a nested tuple or a list inside a tuple, computed by a rule, in jacfwd's vector "
+                                      "mode", s, hint="use jvp, one direction at a time")
         for part in alloc.elts if isinstance(alloc, gast.Tuple) else [alloc]:
             part.func = gast.Attribute(value=name("np"), attr="empty", ctx=gast.Load())
         per_direction = _index_tangents(expr, k)
