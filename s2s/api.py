@@ -26,7 +26,7 @@ import numpy as np
 from numba._dispatcher import compute_fingerprint
 
 from .analysis.types import typeof_value
-from .backend import load
+from .backend import compile_quietly, load
 from .build import Builder
 from .cache import default_cache
 from .errors import CompileError, InputError, S2SError
@@ -182,11 +182,11 @@ class Transformed:
         function, adjoint = namespace[module.entry], namespace.get(module.adjoint)
         if compile_now and self.target == "cpu":
             try:
-                function.compile(types_)
+                compile_quietly(function, types_)
                 if adjoint is not None:
                     out_type = function.nopython_signatures[-1].return_type
                     value = out_type.types[0].types[0] if self.has_aux else out_type.types[0]
-                    adjoint.compile(types_ + (out_type.types[1], _cotangent_type(value)))
+                    compile_quietly(adjoint, types_ + (out_type.types[1], _cotangent_type(value)))
             except Exception as exc:
                 raise self._compile_error(module, exc) from None
         return function, adjoint

@@ -14,8 +14,9 @@ import os
 import sys
 import tempfile
 import types
+import warnings
 
-__all__ = ["load", "build_dir"]
+__all__ = ["load", "build_dir", "compile_quietly"]
 
 _DIR: str | None = None
 
@@ -51,3 +52,20 @@ def load(module) -> dict:
     sys.modules[generated.__name__] = generated
     exec(compile(module.source, filename, "exec"), generated.__dict__)
     return generated.__dict__
+
+
+def compile_quietly(dispatcher, arg_types: tuple) -> None:
+    """Compile the Numba ``dispatcher`` of a generated function for ``arg_types``, without Numba's performance
+    warnings: they point into code the user did not write ("'@' is faster on contiguous arrays").
+
+        >>> import numba
+        >>> f = numba.njit(lambda a, b: a @ b)
+        >>> compile_quietly(f, (numba.float64[:, ::1], numba.float64[::2]))
+        >>> len(f.nopython_signatures)
+        1
+    """
+    from numba.core.errors import NumbaPerformanceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        dispatcher.compile(arg_types)

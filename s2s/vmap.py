@@ -28,7 +28,7 @@ import numpy as np
 
 from .analysis.types import typeof_value
 from .api import Transformed, _check_tree, _Entry, _flatten_all, jit
-from .backend import load
+from .backend import compile_quietly, load
 from .batching import extend, into_variant, is_device_array, loop_parts
 from .cache import default_cache, module_key
 from .errors import CompileError, InputError
@@ -174,7 +174,7 @@ class Vmapped:
             function = load(module)[module.entry]
             if self.target != "python":
                 try:
-                    function.compile(leaf_types)
+                    compile_quietly(function, leaf_types)
                 except Exception as exc:
                     raise self._compile_error(module, exc) from None
             compiled.append(function)

@@ -272,3 +272,24 @@ def test_check_grads_forward_mode_catches_a_wrong_tangent_rule():
     s2s.check_grads(uses_wrong_tangent, (X,), modes=("rev",), target="python")   # reverse mode uses the body
     with pytest.raises(AssertionError, match="tangent along argument 0"):
         s2s.check_grads(uses_wrong_tangent, (X,), modes=("fwd",), target="python")
+
+
+def test_numba_performance_warnings_about_generated_code_are_not_shown(monkeypatch):
+    """Numba's "'@' is faster on contiguous arrays" pointed at a line of the generated module, which the user did
+    not write; compiling generated code keeps them quiet (the result is the same)."""
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    monkeypatch.setenv("S2S_DISK_CACHE", "0")
+
+    def matrix_of_a_reversed_row(x):
+        w = x.reshape(2, 2)
+        return np.sum(np.tanh(w @ w[:, ::-1][0]))
+
+    x = np.array([0.3, 0.7, 1.2, 0.45])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = s2s.grad(matrix_of_a_reversed_row)(x)
+    assert not [w for w in caught if issubclass(w.category, NumbaPerformanceWarning)]
+    np.testing.assert_allclose(g, numerical_grad(matrix_of_a_reversed_row, (x,), 0), rtol=1e-6, atol=1e-9)
