@@ -902,6 +902,9 @@ LIMITATIONS: tuple = (
     # docs/design.md, "Views": an adjoint that follows names cannot follow memory
     Limitation("a write through one name of shared memory, read through another", "UnsupportedError",
                r"shares (its )?memory", "family:copies"),
+    # the same, where a loop iterates over slices of an array the loop writes into (zip(x[0:3], x[1:4]))
+    Limitation("a write into an array a loop iterates over a view of", "UnsupportedError",
+               r"writing into `x` while .*shares its memory", "family:enumerate-zip"),
 )
 
 

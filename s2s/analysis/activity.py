@@ -224,8 +224,8 @@ class Activity:
                             self.varied.add(t)
                             changed = True
                 if any(t in self.useful for t in group):
-                    # the sources, and every name of the written memory (a write through one is read by another)
-                    for x in sources + sorted(group):
+                    # the sources, and the name written through (another name of its memory is read)
+                    for x in [*sources, target]:
                         if x not in self.useful and is_float(x):
                             self.useful.add(x)
                             changed = True
