@@ -110,7 +110,7 @@ from .revolve import (
     snapshot_slots,
     trip_count,
 )
-from .sequences import last_item, zeros_stack
+from .sequences import inserted_at, last_item, popped_at, zeros_list_like, zeros_stack
 from .shapes import (
     array,
     array_vjp,
@@ -182,6 +182,7 @@ __all__ = [
     "kron_vjp_a",
     "kron_vjp_b",
     "last_write",
+    "inserted_at",
     "last_item",
     "matmul",
     "matvec",
@@ -198,6 +199,7 @@ __all__ = [
     "pair_diff_vjp",
     "prod",
     "prod_jvp",
+    "popped_at",
     "prod_others_jvp",
     "prod_vjp",
     "reduced_count",
@@ -235,5 +237,6 @@ __all__ = [
     "var",
     "vm",
     "vsplit_like",
+    "zeros_list_like",
     "zeros_stack",
 ]

@@ -32,7 +32,8 @@ enumerate(a)``, ``zip``, ``enumerate(zip(...))``, nested), ``triangular``
 out), ``comprehension`` (``sum(e for i in range(k))``, ``sum([e for v in
 a])``, ``sum(e for a, b in zip(u, w))``, ``np.array([e for ...])``) and
 ``shapes`` (``np.concatenate``, ``np.reshape`` and ``.ravel()`` of arrays and
-slices, an undo stack of array copies on a list). A
+slices, an undo stack of array copies on a list, a list of arrays built
+by appends in a loop, read by index, stacked or popped). A
 family is "supported" (every error fails) or "pending" (being implemented
 elsewhere: a program using it that s2s refuses with an ``s2s.S2SError`` is
 skipped; any other exception, and every wrong number, still fails). The
@@ -129,9 +130,9 @@ FAMILIES = {
     "while-update": "supported",   # while w * w > c and k < K: w updated in the body
     "kwargs": "supported",         # helpers with defaults, called positionally, by keyword, or leaving them out
     "comprehension": "supported",  # sum(e for i in range(k)), sum([e for v in a]), np.array([e for ...])
-    "shapes": "pending",           # np.concatenate of arrays, np.reshape of (slices of) arrays, an undo stack of
-                                   # array copies (stack.append(np.copy(y)) ... y = stack.pop()); pending: a list
-                                   # of arrays made anew in a loop is refused in reverse mode
+    "shapes": "supported",         # np.concatenate of arrays, np.reshape of (slices of) arrays, an undo stack of
+                                   # array copies (stack.append(np.copy(y)) ... y = stack.pop()), a list of arrays
+                                   # built by appends in a loop, read by index, stacked or popped
 }
 
 
@@ -504,7 +505,7 @@ class Writer:
             kinds += ["break", "continue"]
         kinds += ["return"]
         kinds += self.kinds("copies", "alias", "view-write") + self.kinds("inplace", "whole-augment")
-        kinds += self.kinds("fancy-index", "scatter") + self.kinds("shapes", "undo")
+        kinds += self.kinds("fancy-index", "scatter") + self.kinds("shapes", "undo", "list")
         if "x" in scope.readonly and scope.loop_bound:  # in f only: helpers must not write their caller's arrays
             kinds += self.kinds("inplace", "param-write")
         if scope.depth == 0 and not scope.in_loop:
@@ -513,7 +514,7 @@ class Writer:
             kinds += self.kinds("enumerate-zip", "for-iter") + self.kinds("triangular", "for-tri")
             kinds += self.kinds("while-update", "while-update")
         kind = self.pick(kinds)
-        if kind in ("view-write", "whole-augment", "scatter", "undo") and not scope.arrays:
+        if kind in ("view-write", "whole-augment", "scatter", "undo", "list") and not scope.arrays:
             kind = "array"
         if kind in ("alias", "for-iter", "rebind") and not scope.readonly + scope.arrays:
             kind = "assign"
@@ -778,9 +779,29 @@ def _undo(w: Writer, scope: Scope) -> list:
     return lines + [(0, f"{old} = {stack}.pop()")]
 
 
+def _list(w: Writer, scope: Scope) -> list:
+    """A list of arrays built by appends in a loop, its items read by index, and maybe stacked or popped
+    (``items = []; for k in range(m): items.append(np.sin(y) * (e + k)); y1 = items[0] * items[-1]``)."""
+    y, items, k, new = w.pick(scope.arrays), w.fresh("items"), w.fresh("k"), w.fresh("y")
+    w.uses("shapes", "list")
+    m = w.integer(1, 3)
+    fn = w.pick(["np.sin", "np.cos", "np.tanh", ""])
+    lines = [(0, f"{items} = []"), (0, f"for {k} in range({m}):"),
+             (1, Node(f"{items}.append({fn}({y}) * ({{}} + {k}))", w.scalar(scope))),
+             (0, f"{new} = {items}[{w.integer(0, m - 1)}] * {items}[-1]")]
+    ending = w.pick(["", "stack", "pop"])
+    if ending == "stack":
+        lines.append((0, f"{new} = {new} + np.sum(np.stack({items}), axis=0)"))
+    elif ending == "pop":
+        lines.append((0, f"{new} = {new} - {items}.pop()"))
+    scope.arrays.append(new)
+    return lines
+
+
 NEW_STATEMENTS = {"alias": _alias, "view-write": _view_write, "whole-augment": _whole_augment,
                   "param-write": _param_write, "scatter": _scatter, "rebind": _rebind, "for-iter": _for_iter,
-                  "for-tri": _for_triangular, "while-update": _while_update, "undo": _undo}
+                  "for-tri": _for_triangular, "while-update": _while_update, "undo": _undo,
+                  "list": _list}
 
 
 def indent(lines: list) -> list:

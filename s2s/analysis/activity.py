@@ -75,10 +75,10 @@ def call_rule(value):
 
 
 def _atoms(node) -> list[str]:
-    """Names in an atom or a (nested) tuple of atoms."""
+    """Names in an atom or a (nested) tuple or list of atoms."""
     if isinstance(node, gast.Name):
         return [node.id]
-    if isinstance(node, gast.Tuple):
+    if isinstance(node, (gast.Tuple, gast.List)):
         return [n for e in node.elts for n in _atoms(e)]
     return []
 
@@ -119,8 +119,13 @@ class Activity:
     def _flow(self, target: str, sources: list[str], s) -> None:
         self.flows.append((target, sources, s))
 
+    def _holds_arrays(self, var: str) -> bool:
+        """An array, or a list of arrays (it holds references: its items share memory with what was put in)."""
+        t = self.typed.type_of(var)
+        return self.typed.is_array(var) or isinstance(t, types.List) and isinstance(t.dtype, types.Array)
+
     def _alias(self, a: str, b: str, s=None) -> None:
-        if not (self.typed.is_array(a) and self.typed.is_array(b)):
+        if not (self._holds_arrays(a) and self._holds_arrays(b)):
             return
         self.edges.append((a, b, s))
         group = self.aliases.get(a, {a}) | self.aliases.get(b, {b})
@@ -138,9 +143,12 @@ class Activity:
                 self._collect(s.orelse)
             elif isinstance(s, gast.Assign):
                 self._assign(s)
-            elif isinstance(s, gast.Expr) and list_method(s.value) == "append":
-                self._flow(s.value.func.value.id, _atoms(s.value.args[0]), s)
-                self._pushed.setdefault(s.value.func.value.id, []).extend(_atoms(s.value.args[0]))
+            elif isinstance(s, gast.Expr) and list_method(s.value) in ("append", "insert"):
+                lst = s.value.func.value.id
+                self._flow(lst, _atoms(s.value.args[-1]), s)
+                for item in _atoms(s.value.args[-1]):
+                    self._pushed.setdefault(lst, []).append(item)
+                    self._alias(lst, item, s)
 
     def _assign(self, s) -> None:
         target, value = s.targets[0], s.value
@@ -157,10 +165,19 @@ class Activity:
             return
         if isinstance(value, (gast.Name, gast.Tuple, gast.List)):
             sources = _atoms(value)
+            if isinstance(value, gast.List):
+                self._pushed.setdefault(targets[0], []).extend(sources)
+                for item in sources:
+                    self._alias(targets[0], item, s)
             for t in targets:
                 self._flow(t, sources, s)
                 if isinstance(value, gast.Name):
                     self._alias(t, value.id, s)
+            return
+        if isinstance(value, gast.Subscript) and isinstance(self.typed.type_of(value.value.id), types.List):
+            for t in targets:  # an item of a list: what was put in it
+                self._flow(t, [value.value.id], s)
+                self._popped.append((t, value.value.id, s))
             return
         if isinstance(value, gast.Subscript):
             copies = any(isinstance(p, gast.Name) and self.typed.is_array(p.id) for p in index_parts(value.slice))
@@ -358,9 +375,10 @@ def _source(expr) -> str:
 
 
 def list_method(value) -> str | None:
-    """``"append"`` or ``"pop"`` for ``lst.append(v)`` / ``lst.pop()`` on a local list, else None."""
+    """``"append"``, ``"insert"`` or ``"pop"`` for ``lst.append(v)`` / ``lst.insert(i, v)`` / ``lst.pop()``
+    on a local list, else None."""
     if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
-            and value.func.attr in ("append", "pop") and isinstance(value.func.value, gast.Name):
+            and value.func.attr in ("append", "insert", "pop") and isinstance(value.func.value, gast.Name):
         return value.func.attr
     return None
 

@@ -5,7 +5,8 @@ After this pass every statement is one of
 * ``x = a``, ``x = a op b``, ``x = op a``, ``x = a cmp b``, ``x = a and b``,
   ``x = f(a, (b, c), k=d)``, ``x = a[i, 1:n]``, ``x = a.shape``, ``x = (a, b)``
 * ``x, y = f(a)`` (a call returning a tuple, unpacked at once)
-* ``x = []``, ``x.append(a)``, ``a = x.pop()`` (lists, as generated code records arrays)
+* ``x = []``, ``x = [a, b]``, ``x.append(a)``, ``a = x.pop()`` (a list that is appended to or popped
+  stays a list; any other list literal becomes a tuple)
 * ``a[i, j] = b`` (an element or slice write)
 * ``if a:``, ``for i in range(a, b, c):``, ``while a:``, ``if a: break``
 * ``return a`` / ``return (a, b)`` (last statement only), ``f(a)``,
@@ -38,6 +39,7 @@ import copy
 import gast
 
 from ..astutil import assign, const, is_atom, located, name, names_read, names_written
+from .resolve import LIST_METHODS
 
 __all__ = ["normalize"]
 
@@ -46,8 +48,14 @@ _SAFE = (gast.Compare, gast.BoolOp, gast.UnaryOp)
 
 def normalize(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Put the body of ``fn`` in A-normal form, in place."""
-    fn.body = _ANF(namer, unsupported).block(fn.body) or [gast.Pass()]
+    fn.body = _ANF(namer, unsupported, _mutated_lists(fn)).block(fn.body) or [gast.Pass()]
     return fn
+
+
+def _mutated_lists(fn: gast.FunctionDef) -> set[str]:
+    """Names whose ``append``, ``insert`` or ``pop`` is called: their list literals stay lists."""
+    return {n.value.id for n in gast.walk(fn) if isinstance(n, gast.Attribute) and n.attr in LIST_METHODS
+            and isinstance(n.value, gast.Name)}
 
 
 def _self_assignment(s) -> bool:
@@ -67,9 +75,10 @@ def _store(node):
 
 
 class _ANF:
-    def __init__(self, namer, unsupported):
+    def __init__(self, namer, unsupported, lists: set[str]):
         self.namer = namer
         self.unsupported = unsupported
+        self.lists = lists
         self.where = None
 
     # ----------------------------------------------------------- statements
@@ -94,8 +103,10 @@ class _ANF:
                 pre += self.assign_to(target, value)
             return pre
         target = s.targets[0]
-        if isinstance(target, gast.Name) and isinstance(s.value, gast.List) and not s.value.elts:
-            return [assign(target.id, gast.List(elts=[], ctx=gast.Load()))]
+        if isinstance(target, gast.Name) and isinstance(s.value, gast.List) \
+                and (not s.value.elts or target.id in self.lists):
+            items = [self.atom(e, pre) for e in s.value.elts]
+            return pre + [assign(target.id, gast.List(elts=items, ctx=gast.Load()))]
         if isinstance(target, gast.Name):
             value = self.expr(s.value, pre)
             if not is_atom(value) and target.id in names_read(value):
@@ -219,7 +230,9 @@ class _ANF:
             return []
         pre: list = []
         value = self.expr(s.value, pre)
-        if isinstance(value, gast.Call):
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "pop":
+            pre.append(assign(self.namer.temp(), value))  # the item popped is kept: an adjoint needs its shape
+        elif isinstance(value, gast.Call):
             pre.append(gast.Expr(value=value))
         return pre
 

@@ -58,8 +58,36 @@ _FIELDS = ("targets", "target", "value", "test", "iter", "msg", "exc")
 
 def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Lower the comprehensions of ``fn`` to loops, in place; ``unsupported(what, node)`` builds errors."""
+    _stack_built_lists(fn)
     fn.body = _Lowering(namer, unsupported).block(fn.body) or [gast.Pass()]
     return fn
+
+
+def _stack_built_lists(fn: gast.FunctionDef) -> None:
+    """``np.stack(items)`` or ``np.array(items)`` of a list the function builds (bound to list literals
+    only, grown by ``append`` or ``insert``) becomes the same of ``[v for v in items]``, in place: NumPy
+    stacks a list, Numba only a tuple, and the comprehension is a loop of reads every mode differentiates."""
+    literal, other, grown = set(), set(), set()
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Assign) and all(isinstance(t, gast.Name) for t in node.targets):
+            (literal if isinstance(node.value, gast.List) else other).update(t.id for t in node.targets)
+        elif isinstance(node, (gast.Assign, gast.AugAssign, gast.For, gast.comprehension)):
+            targets = node.targets if isinstance(node, gast.Assign) else [node.target]
+            other.update(n.id for t in targets for n in gast.walk(t)
+                         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store))
+        elif isinstance(node, gast.Attribute) and node.attr in ("append", "insert") \
+                and isinstance(node.value, gast.Name):
+            grown.add(node.value.id)
+    built = (literal & grown) - other
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Call) and node.args and isinstance(node.args[0], gast.Name) \
+                and node.args[0].id in built:
+            label = attr_chain(node.func)
+            rule = lookup_spelling(label) if label else None
+            if rule is not None and rule.stacks_list:
+                item = name("_item", store=True)
+                node.args[0] = gast.ListComp(elt=name("_item"), generators=[gast.comprehension(
+                    target=item, iter=node.args[0], ifs=[], is_async=0)])
 
 
 def _contains_comprehension(node) -> bool:

@@ -141,8 +141,10 @@ class ForwardTransform:
 
     def _zero(self, t, value) -> gast.expr:
         """A zero tangent for a value of type ``t`` computed by the expression ``value``."""
-        if isinstance(t, types.List):
-            return gast.List(elts=[], ctx=gast.Load())
+        if isinstance(t, types.List):  # zeros shaped like each item (with the direction axis in vector mode)
+            if self.directions is None:
+                return call("rt.zeros_list_like", value)
+            return call("rt.zeros_list_like", value, copy.deepcopy(self.directions))
         if isinstance(t, types.BaseTuple):
             elts = [self._zero(e, gast.Subscript(value=copy.deepcopy(value), slice=const(k), ctx=gast.Load()))
                     for k, e in enumerate(t.types)]
@@ -156,6 +158,17 @@ class ForwardTransform:
                                right=gast.Attribute(value=value, attr="shape", ctx=gast.Load()))
             return call("np.zeros", shape)
         return call("np.zeros", k)
+
+    def _item_zero(self, item) -> gast.expr:
+        """A zero tangent for the atom ``item`` put in a list (a name's zero, or a literal's)."""
+        if isinstance(item, gast.Name):
+            return self.zero_of(item.id)
+        return const(0.0) if self.directions is None else call("np.zeros", copy.deepcopy(self.directions))
+
+    def _pop_tangent(self, pop: gast.Call) -> gast.Call:
+        """``lst_dot.pop(...)`` for the primal's ``lst.pop(...)``, with the same arguments."""
+        return call(gast.Attribute(value=name(self.dot(pop.func.value.id)), attr="pop", ctx=gast.Load()),
+                    *copy.deepcopy(pop.args))
 
     def tangent_atom(self, node) -> gast.expr:
         """The tangent of an atom: its ``_dot`` name, or ZERO."""
@@ -182,14 +195,17 @@ class ForwardTransform:
     def stmt(self, s) -> list:
         if isinstance(s, gast.Assign):
             return self.assign_stmt(s)
-        if isinstance(s, gast.Expr) and list_method(s.value) == "append":
+        if isinstance(s, gast.Expr) and list_method(s.value) in ("append", "insert"):
             tape = s.value.func.value.id
             if tape not in self.activity.active:
                 return [s]
-            item = s.value.args[0]
-            tangent = name(self.dot(item.id)) if self.active(item) else self.zero_of(item.id)
-            push = call(gast.Attribute(value=name(self.dot(tape)), attr="append", ctx=gast.Load()), tangent)
+            item = s.value.args[-1]
+            tangent = self.tangent_atom(item) if self.active(item) else self._item_zero(item)
+            push = call(gast.Attribute(value=name(self.dot(tape)), attr=s.value.func.attr, ctx=gast.Load()),
+                        *copy.deepcopy(s.value.args[:-1]), tangent)
             return [s, gast.Expr(value=push)]
+        if isinstance(s, gast.Expr) and list_method(s.value) == "pop" and s.value.func.value.id in self.activity.active:
+            return [s, gast.Expr(value=self._pop_tangent(s.value))]  # the tangents stay aligned with the items
         if isinstance(s, gast.If):
             s.body = self.block(s.body) or [gast.Pass()]
             s.orelse = self.block(s.orelse)
@@ -206,6 +222,10 @@ class ForwardTransform:
             if base not in self.activity.active:
                 return [s]
             v = self.tangent_atom(value)
+            if isinstance(self.typed.type_of(base), types.List):  # an item of a list: its tangent, whole
+                item = gast.Subscript(value=name(self.dot(base)), slice=copy.deepcopy(target.slice), ctx=gast.Store())
+                return [s, gast.Assign(targets=[item], value=self._item_zero(value) if _is_zero(v) else v,
+                                       type_comment=None)]
             index = copy.deepcopy(target.slice)
             advanced_index(self.typed, target.slice, lambda what: self.fn.unsupported(what, s))
             selected = self._selected_ndim(base, index)
@@ -233,7 +253,7 @@ class ForwardTransform:
         z = target.id
         if list_method(value) == "pop":  # every pop of an active tape pops its tangent tape too, used or not
             tape = value.func.value.id
-            pop = call(gast.Attribute(value=name(self.dot(tape)), attr="pop", ctx=gast.Load()))
+            pop = self._pop_tangent(value)
             if z not in self.activity.active:
                 return [s, gast.Expr(value=pop)] if tape in self.activity.active else [s]
             return [s, assign(self.dot(z), pop if tape in self.activity.active else self.zero_of(z))]
@@ -296,7 +316,8 @@ class ForwardTransform:
                 return None
             advanced_index(self.typed, value.slice, lambda what: self.fn.unsupported(what, s))
             index = copy.deepcopy(value.slice)
-            if self.directions is not None and not isinstance(self.typed.type_of(value.value.id), types.BaseTuple):
+            if self.directions is not None and not isinstance(self.typed.type_of(value.value.id),
+                                                              (types.BaseTuple, types.List)):
                 index = _prepend_all(index)
             expr = gast.Subscript(value=name(self.dot(value.value.id)), slice=index, ctx=gast.Load())
             if self.directions is not None and self.typed.ndim(z) == 0 and self._written(value.value.id):
@@ -310,7 +331,12 @@ class ForwardTransform:
             expr = self._tuple_tangent(value)
             expr.s2s_whole = True
             return expr
-        if isinstance(value, (gast.Constant, gast.Attribute, gast.Compare, gast.BoolOp, gast.List)):
+        if isinstance(value, gast.List):  # a list literal: the list of its items' tangents
+            expr = gast.List(elts=[self.tangent_atom(e) if self.active(e) else self._item_zero(e) for e in value.elts],
+                             ctx=gast.Load())
+            expr.s2s_whole = True
+            return expr
+        if isinstance(value, (gast.Constant, gast.Attribute, gast.Compare, gast.BoolOp)):
             return None
         rule, bound, label = call_rule(value)
         if rule is None or not rule.differentiable or rule.jvp is None:

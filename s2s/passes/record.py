@@ -89,6 +89,9 @@ def placeholder(t) -> gast.expr | None:
     if isinstance(t, types.Array):
         shape = gast.Tuple(elts=[const(0)] * t.ndim, ctx=gast.Load())
         return call("np.empty", shape, dotted(_dtype_spelling(t.dtype)))
+    if isinstance(t, types.List):  # a list of one placeholder item: typed, and never read
+        item = placeholder(t.dtype)
+        return None if item is None else gast.List(elts=[item], ctx=gast.Load())
     return None
 
 

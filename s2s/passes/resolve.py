@@ -46,7 +46,7 @@ from .flatten import flatten_literal_args, pack_leaves
 __all__ = ["resolve", "to_source"]
 
 #: List methods kept as they are (generated code records arrays on lists).
-LIST_METHODS = ("append", "pop")
+LIST_METHODS = ("append", "insert", "pop")
 
 _ALLOWED_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "T", "real"}
 _LIBRARY_PREFIXES = ("numpy", "scipy", "numba", "math", "builtins", "s2s", "s2s_runtime", "jax", "torch")

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 import gast
 from numba.core import types
 
-from ..analysis.activity import Activity, call_rule
+from ..analysis.activity import Activity, call_rule, list_method
 from ..analysis.indexing import Advanced, advanced_index, index_parts
 from ..analysis.types import Typed, atom_type
 from ..astutil import assign, call, const, dotted, located, name, subst
@@ -139,6 +139,7 @@ class ReverseTransform:
         self.shape_taped: set[str] = set()  # loop-carried arrays whose shapes are recorded (zero_by_shape)
         self.auto_checkpoint = auto_checkpoint  # checkpoint a loop whose tape would pass tape_budget
         self.step_sizes: list = []  # (literal, loop): a loop's tape bytes per step, set once the tapes are known
+        self.lists_bound: dict[str, gast.stmt] = {}  # an active list -> the statement binding it
 
     # ======================================================== analysis pass
     def analyse(self) -> None:
@@ -183,9 +184,15 @@ class ReverseTransform:
                 self._scan(s.body, block + ((i, "body"),))
                 self._scan(s.orelse, block + ((i, "orelse"),))
                 continue
+            if self._list_push(s):
+                for c in self.push_contributions(s, build=False):
+                    self._occur(c.var, "use", block, i, order)
+                continue
             if not isinstance(s, gast.Assign) or not self._is_active_stmt(s):
                 continue
             target = s.targets[0]
+            if isinstance(target, gast.Name) and self._is_list(target.id):
+                self._check_list_binding(target.id, s)
             if isinstance(target, gast.Subscript):
                 self._occur(target.value.id, "pdef", block, i, order)
             else:
@@ -198,7 +205,7 @@ class ReverseTransform:
     def _choose(self, var, occ) -> None:
         defs = [o for o in occ if o.kind == "def"]
         uses = [o for o in occ if o.kind in ("use", "iuse")]
-        if (len(defs) == 1 and len(uses) == 1 and uses[0].kind == "use" and len(occ) == 2
+        if not self._is_list(var) and (len(defs) == 1 and len(uses) == 1 and uses[0].kind == "use" and len(occ) == 2
                 and defs[0].block == uses[0].block and defs[0].index < uses[0].index
                 and var not in self.fn.params):
             self.style[var] = "assign"
@@ -215,11 +222,76 @@ class ReverseTransform:
                 break
             home = home[:-1]
         self.home[var] = home
+        if self._is_list(var):
+            # its adjoint list starts as zeros like the list where its scope ends (in the adjoint sweep)
+            if not defs:
+                raise self.fn.unsupported(f"a list of differentiated values passed to `{self.fn.name}`",
+                                          self.fn.node, hint="pass its items, or an array")
+            if defs[0].block != home:
+                raise self.fn.unsupported("a list of differentiated values bound inside a branch, or inside a "
+                                          "loop and used after it", self.lists_bound[var],
+                                          hint="bind the list where it is used: before the branch or loop")
+            return
         full_defs = [o for o in occ if o.kind == "def"]
         depth = len(_path_loops(self.body, home))
         in_loop = any(len(_path_loops(self.body, o.block)) > depth for o in full_defs)
         if len(full_defs) > 1 or in_loop or (var in self.fn.params and full_defs):
             self.reset.add(var)
+
+    # ------------------------------------------------------------- lists
+    def _is_list(self, var: str) -> bool:
+        """Whether ``var`` is an active list (its adjoint is a list of the items' adjoints)."""
+        return var in self.activity.active and isinstance(self.typed.type_of(var), types.List)
+
+    def _list_push(self, s) -> bool:
+        """Whether ``s`` is ``lst.append(v)`` or ``lst.insert(i, v)`` on an active list."""
+        return isinstance(s, gast.Expr) and list_method(s.value) in ("append", "insert") \
+            and self._is_list(s.value.func.value.id)
+
+    def _check_list_binding(self, var: str, s) -> None:
+        """An active list is bound by one statement (which a loop may run again: each run makes a new list)."""
+        if self.lists_bound.setdefault(var, s) is not s:
+            raise self.fn.unsupported(f"binding the list of differentiated values `{var}` a second time", s,
+                                      hint="give each list its own name")
+
+    def push_contributions(self, s, build: bool = True) -> list[Contribution]:
+        """``v_adj += lst_adj.pop()`` for ``lst.append(v)`` (the item ``lst.insert(i, v)`` put, for insert)."""
+        item = s.value.args[-1]
+        if not (isinstance(item, gast.Name) and item.id in self.activity.active):
+            return []
+        return [Contribution(item.id, self._unpush(s) if build else None)]
+
+    def _unpush(self, s) -> gast.Call:
+        """``lst_adj.pop()`` for ``lst.append(v)``; ``lst_adj.pop(rt.inserted_at(lst_adj, i))`` for
+        ``lst.insert(i, v)``."""
+        lst_adj = name(self.adj(s.value.func.value.id))
+        at = [call("rt.inserted_at", copy.deepcopy(lst_adj), copy.deepcopy(s.value.args[0]))] \
+            if s.value.func.attr == "insert" else []
+        return call(gast.Attribute(value=lst_adj, attr="pop", ctx=gast.Load()), *at)
+
+    def push_stmt(self, s) -> tuple[list, list]:
+        """The adjoint of a push onto an active list: the item's adjoint is taken off the adjoint list."""
+        contributions = self.push_contributions(s)
+        if contributions:
+            (c,) = contributions
+            return [s], self.accumulate(c.var, c.expr)
+        return [s], [gast.Expr(value=self._unpush(s))]
+
+    def pop_adjoint(self, s) -> list:
+        """For ``y = lst.pop()`` (or ``lst.pop(i)``): ``y``'s adjoint goes back on the adjoint list, where
+        the item came from (zeros of its shape if ``y`` is inactive)."""
+        y, pop = s.targets[0].id, s.value
+        lst_adj = name(self.adj(pop.func.value.id))
+        if y in self.activity.active:
+            item = name(self.adj(y))
+            if self.typed.is_array(y):
+                item = call(gast.Attribute(value=item, attr="copy", ctx=gast.Load()))
+        else:
+            item = call("np.zeros_like", name(y)) if self.typed.is_array(y) else const(0.0)
+        if not pop.args:
+            return [gast.Expr(value=call(gast.Attribute(value=lst_adj, attr="append", ctx=gast.Load()), item))]
+        at = call("rt.popped_at", copy.deepcopy(lst_adj), copy.deepcopy(pop.args[0]))
+        return [gast.Expr(value=call(gast.Attribute(value=lst_adj, attr="insert", ctx=gast.Load()), at, item))]
 
     def _is_active_stmt(self, s) -> bool:
         target = s.targets[0]
@@ -245,6 +317,16 @@ class ReverseTransform:
         """The adjoint additions of the active assignment ``s``."""
         target, value = s.targets[0], s.value
         active = self.activity.active
+        if isinstance(target, gast.Subscript) and self._is_list(target.value.id):
+            if self.typed.is_array(target.value.id) or isinstance(self.typed.type_of(target.value.id).dtype,
+                                                                   types.Array):
+                raise self.fn.unsupported("replacing an item of a list of differentiated arrays", s,
+                                          hint="append to the list, or write into the item (`item[...] = v`)")
+            if isinstance(value, gast.Name) and value.id in active:
+                expr = gast.Subscript(value=name(self.adj(target.value.id)), slice=copy.deepcopy(target.slice),
+                                      ctx=gast.Load()) if build else None
+                return [Contribution(value.id, expr)]
+            return []
         if isinstance(target, gast.Subscript):
             v = value
             if isinstance(v, gast.Name) and v.id in active:
@@ -271,6 +353,9 @@ class ReverseTransform:
             base = value.value.id
             if base not in active:
                 return []
+            if self._is_list(base) and any(isinstance(p, gast.Slice) for p in index_parts(value.slice)):
+                raise self.fn.unsupported("a slice of a list of differentiated values", s,
+                                          hint="index its items one at a time")
             if isinstance(self.typed.type_of(base), types.BaseTuple) and not isinstance(value.slice, gast.Constant):
                 raise self.fn.unsupported("indexing a tuple of active values by a value computed at run time", s,
                                           hint="index it with a literal, or return an array")
@@ -287,9 +372,12 @@ class ReverseTransform:
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
                 and value.func.id in self.activity.module_functions:
             return self._call_contributions(s, build)
-        if isinstance(value, gast.List):
-            raise self.fn.unsupported("a list of differentiated arrays made anew where it is rebound (in a loop)", s,
-                                      hint="make the list once, before the loop, or keep the values in an array")
+        if isinstance(value, gast.List):  # the items' adjoints are the adjoint list's (bound once: it is whole)
+            return [Contribution(e.id, gast.Subscript(value=name(self.adj(z)), slice=const(k), ctx=gast.Load())
+                                 if build else None)
+                    for k, e in enumerate(value.elts) if isinstance(e, gast.Name) and e.id in active]
+        if list_method(value) == "pop":
+            return []  # the adjoint goes back on the adjoint list (pop_adjoint)
         rule, bound, label = call_rule(value)
         if rule is None:
             raise self.fn.src.error(NoRuleError, f"no derivative rule for `{label}`", s)
@@ -326,6 +414,10 @@ class ReverseTransform:
                 continue
             if not (isinstance(arg, gast.Name) and arg.id in self.activity.active):
                 continue
+            if self._is_list(arg.id):
+                raise self.fn.unsupported(f"a list of differentiated values passed whole to `{rule.name}`", s,
+                                          hint="stack the items into an array first (np.stack of a tuple, or "
+                                          "writes into an array made with np.empty)")
             expr = subst(template(rule.vjp[param]), mapping) if build else None
             if build and (rule.elementwise or rule.broadcasting):
                 expr = self._simplify_unbroadcast(expr, z, bound)
@@ -384,6 +476,9 @@ class ReverseTransform:
             pre = [assign(result, call(vjp_name, *args))]
         for k, arg_index in enumerate(active_args):
             var = value.args[arg_index].id
+            if self._is_list(var):
+                raise self.fn.unsupported(f"a list of differentiated values passed to `{value.func.id}`", s,
+                                          hint="pass its items, or an array")
             expr = gast.Subscript(value=name(result), slice=const(k), ctx=gast.Load()) if build else None
             out.append(Contribution(var, expr, pre=pre))
             pre = []
@@ -421,7 +516,9 @@ class ReverseTransform:
         for var, home in self.home.items():
             if home != block or self.style.get(var) != "accumulate":
                 continue
-            if self.typed.is_array(var):
+            if self._is_list(var):
+                out.append(assign(self.adj(var), call("rt.zeros_list_like", name(var))))
+            elif self.typed.is_array(var):
                 out.append(assign(self.adj(var), call("np.zeros_like", name(var))))
             else:
                 out.append(assign(self.adj(var), const(0.0)))
@@ -479,6 +576,8 @@ class ReverseTransform:
     def stmt(self, s, block, i) -> tuple[list, list]:
         if isinstance(s, gast.Assign):
             return self.assign_stmt(s)
+        if self._list_push(s):
+            return self.push_stmt(s)
         if isinstance(s, gast.If):
             if len(s.body) == 1 and isinstance(s.body[0], gast.Break) and not s.orelse:
                 return [s], []
@@ -499,6 +598,8 @@ class ReverseTransform:
     def assign_stmt(self, s) -> tuple[list, list]:
         target = s.targets[0]
         fwd, rev = [s], []
+        if list_method(s.value) == "pop" and self._is_list(s.value.func.value.id):
+            rev += self.pop_adjoint(s)
         if self._is_active_stmt(s):
             for c in self.contributions(s):
                 rev += c.pre
@@ -590,6 +691,8 @@ class ReverseTransform:
 
     def _element_type(self, s):
         base_type = self.typed.type_of(s.targets[0].value.id)
+        if isinstance(base_type, types.List):
+            return base_type.dtype
         value = s.value
         value_type = atom_type(self.typed, value)
         if isinstance(value_type, types.Array):

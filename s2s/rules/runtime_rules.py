@@ -202,6 +202,8 @@ deffacts("g, t, a", rt.cumprod_vjp_jvp, fresh=True)
 
 # ------------------------------------------------------------- Python sequences
 defnondiff("first, n", rt.zeros_stack)
+defnondiff("items, directions=None", rt.zeros_list_like, fresh=True)
+defnondiff("items, index", rt.popped_at, rt.inserted_at)
 defrule(rt.last_item, "item, index, length", nondiff=("index", "length"),
         jvp="rt.last_item(item_dot, index, length)", vjp="z_adj")
 

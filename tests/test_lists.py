@@ -1,0 +1,183 @@
+"""Lists the differentiated code builds: ``append``, ``insert``, ``pop``, reads by index, loops over them,
+``np.stack``/``np.array`` of them, in every derivative mode.
+
+A list's tangent is the list of its items' tangents; its adjoint the list of their adjoints, taken off
+in the adjoint sweep as the items were put on. Every expected value is a central finite difference.
+"""
+
+import numpy as np
+import pytest
+
+import s2s
+from s2s.check import check_grads
+
+X = np.array([0.3, 0.7, 1.2, 0.4])
+
+
+def appended_then_looped(x):
+    parts = []
+    for i in range(3):
+        parts.append(x * float(i + 1))
+    s = 0.0
+    for p in parts:
+        s += np.sum(np.sin(p))
+    return s
+
+
+def read_by_index(x):
+    parts = []
+    for i in range(3):
+        parts.append(np.cos(x) * float(i + 1))
+    s = 0.0
+    for k in range(len(parts)):
+        s += np.sum(parts[k] * parts[-1 - k])
+    return s
+
+
+def literal_then_popped(x):
+    items = [x * 2.0, np.cos(x)]
+    items.append(np.sin(x))
+    first = items.pop(0)
+    items.pop()
+    return np.sum(items[0] * first) + np.sum(items[-1])
+
+
+def scalar_recurrence(x):
+    vals = [x[0], 1.0]
+    for i in range(1, x.shape[0]):
+        vals.append(vals[-1] * x[i] + vals[-2])
+    vals[1] = vals[1] * 3.0
+    s = 0.0
+    for v in vals:
+        s += v * v
+    return s
+
+
+def inserted(x):
+    items = []
+    for i in range(3):
+        items.insert(0, x * float(i + 1))
+    a = items.pop(1)
+    items.insert(-1, np.exp(a))
+    return np.sum(items[0] * items[1] * items[2])
+
+
+def undo_stack(x):
+    y = x * 2.0
+    stack = []
+    for _ in range(3):
+        stack.append(np.copy(y))
+        y = np.sin(y) * x
+    for _ in range(2):
+        y = y + stack.pop()
+    return np.sum(y * y)
+
+
+def made_anew_in_a_loop(x):
+    s = 0.0
+    for j in range(3):
+        parts = [x * float(j)]
+        for _ in range(2):
+            parts.append(np.sin(parts[-1]) * x)
+        s += np.sum(parts[0] * parts[2])
+    return s
+
+
+def stacked(x):
+    rows = []
+    for i in range(3):
+        rows.append(np.sin(x * float(i + 1)))
+    m = np.stack(rows)
+    return np.sum(m * m) + np.sum(np.array(rows)[1] * x)
+
+
+@pytest.mark.parametrize("fn", [appended_then_looped, read_by_index, literal_then_popped, scalar_recurrence,
+                                inserted, undo_stack, made_anew_in_a_loop, stacked])
+def test_lists_in_every_mode(fn):
+    """grad, jvp, the Hessian and the Hessian-vector product against finite differences."""
+    check_grads(fn, (X.copy(),), order=2, target="python")
+
+
+def test_jacfwd_carries_a_list_of_tangents():
+    """Vector mode: an item's tangent is the list's item (with its direction axis), not a column of it."""
+    expected = s2s.grad(appended_then_looped, target="python")(X)
+    numeric = np.array([(appended_then_looped(X + e) - appended_then_looped(X - e)) / 2e-6
+                        for e in 1e-6 * np.eye(4)])
+    np.testing.assert_allclose(s2s.jacfwd(appended_then_looped, target="python")(X), numeric, rtol=1e-6)
+    np.testing.assert_allclose(expected, numeric, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [made_anew_in_a_loop, pytest.param(literal_then_popped, marks=pytest.mark.slow)])
+def test_lists_compiled(fn):
+    """Numba types the lists, the tape of lists and the adjoint lists; the Hessian's tangent lists too."""
+    check_grads(fn, (X.copy(),), order=2)
+
+
+def written_through_an_item(x):
+    y = x * 2.0
+    parts = []
+    parts.append(y)
+    y[0] = 5.0  # marker: write
+    return np.sum(parts[0] * x)
+
+
+def test_a_write_into_an_item_read_later_through_the_list_is_refused():
+    """The list holds `y` itself: the write changes `parts[0]` too. Reverse mode refuses it (it gave a wrong
+    gradient when the list's adjoint ignored the write); forward mode follows it, as NumPy does."""
+    with pytest.raises(s2s.UnsupportedError, match="writing into `y` while `parts`"):
+        s2s.grad(written_through_an_item, target="python")(X.copy())
+    check_grads(written_through_an_item, (X.copy(),), modes=("fwd",), target="python")
+
+
+def bound_in_a_branch(x):
+    if x[0] > 0:
+        parts = [x * 2.0]
+    else:
+        parts = [x * 3.0]
+    parts.append(x)
+    return np.sum(parts[0] * parts[1])
+
+
+def used_after_the_loop(x):
+    for j in range(2):
+        parts = [x * float(j)]
+        parts.append(x)
+    return np.sum(parts[0] * parts[1])
+
+
+def replaced_item(x):
+    parts = [x * 2.0]
+    parts.append(x)
+    parts[0] = np.sin(x)
+    return np.sum(parts[0] * parts[1])
+
+
+def sliced(x):
+    parts = [x * 2.0, x * 3.0]
+    parts.append(x)
+    rest = parts[1:]
+    return np.sum(rest[0])
+
+
+def helper(items):
+    return items[0] * 2.0
+
+
+def passed_whole(x):
+    parts = [x * 2.0]
+    parts.append(x)
+    return np.sum(helper(parts))
+
+
+@pytest.mark.parametrize("fn, what", [
+    (bound_in_a_branch, "bound the list of differentiated values `parts` a second time|binding the list"),
+    (used_after_the_loop, "inside a loop and used after it"),
+    (replaced_item, "writing an item of the list|replacing an item of a list of differentiated arrays"),
+    (sliced, "a slice of a list"),
+    (passed_whole, "a list of differentiated values passed to `helper`"),
+])
+def test_what_reverse_mode_refuses_of_lists(fn, what):
+    """Each is a located UnsupportedError in reverse mode, never a wrong gradient."""
+    with pytest.raises(s2s.UnsupportedError, match=what) as info:
+        s2s.grad(fn, target="python")(X.copy())
+    assert "test_lists.py" in str(info.value)
