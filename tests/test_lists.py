@@ -181,3 +181,50 @@ def test_what_reverse_mode_refuses_of_lists(fn, what):
     with pytest.raises(s2s.UnsupportedError, match=what) as info:
         s2s.grad(fn, target="python")(X.copy())
     assert "test_lists.py" in str(info.value)
+
+
+def stacked_along_the_last_axis(x):
+    rows = []
+    for i in range(3):
+        rows.append(np.sin(x * float(i + 1)))
+    m = np.stack(rows, axis=-1)
+    return np.sum(m[:, 0] * m[:, 2]) + np.sum(np.stack([v * v for v in x], axis=0))
+
+
+def test_np_stack_of_a_built_list_along_another_axis():
+    """`np.stack(items, axis=a)` is the stack along 0 with its first axis moved to `a` (was refused)."""
+    check_grads(stacked_along_the_last_axis, (X.copy(),), order=2, target="python")
+
+
+def sorted_in_place(x):
+    y = x * np.cos(x)
+    y.sort()
+    m = np.reshape(x * 1.0, (2, 2))
+    m.sort()
+    return np.sum(y * np.arange(4.0)) + m[0, 0] * m[1, 1]
+
+
+def test_sort_in_place():
+    """`y.sort()` is `y[:] = np.sort(y)` (was "the method `.sort()` is not supported"), along the last axis
+    as NumPy sorts; under `jit` it sorts the array as NumPy does."""
+    check_grads(sorted_in_place, (X.copy(),), order=2, target="python")
+    y = X * np.cos(X)
+    expected = np.sort(y)
+    s2s.jit(sort_only, target="python")(y)
+    np.testing.assert_array_equal(y, expected)
+
+
+def sort_only(y):
+    y.sort()
+    return 0.0
+
+
+def sorted_list(x):
+    items = [x[0], x[1]]
+    items.sort()
+    return items[0]
+
+
+def test_sorting_a_list_in_place_is_refused():
+    with pytest.raises(s2s.UnsupportedError, match="sorting the list `items` in place"):
+        s2s.grad(sorted_list, target="python")(X)

@@ -2,7 +2,8 @@
 
 ``sum(<comprehension>)`` becomes a loop adding to an accumulator; any other
 list comprehension becomes an array filled by a loop (``np.array`` or
-``np.stack`` of it is that array, ``max``/``min`` of it are ``np.max``/
+``np.stack`` of it is that array, moved by ``np.moveaxis`` where ``np.stack``
+puts the new axis elsewhere; ``max``/``min`` of it are ``np.max``/
 ``np.min`` of it). The array's element type and shape are those of the
 element at the first item, computed once before it is allocated; where
 conditions filter the items, a first loop counts them. Reverse and forward
@@ -191,10 +192,9 @@ class _Lowering:
         rule = lookup_spelling(label) if label else None
         if rule is not None and rule.stacks_list and isinstance(comp, gast.ListComp):
             axis = [k.value for k in node.keywords if k.arg == "axis"] + (rest if label == "np.stack" else [])
-            if axis and not (isinstance(axis[0], gast.Constant) and axis[0].value == 0):
-                raise self.unsupported("np.stack of a list comprehension along an axis other than 0", s,
-                                       hint="np.stack it along 0 and transpose")
             array = self.stacked(comp, pre, s)
+            if label == "np.stack" and axis and not (isinstance(axis[0], gast.Constant) and axis[0].value == 0):
+                return call("np.moveaxis", array, const(0), axis[0])  # the new axis where np.stack puts it
             if label == "np.stack" or not (rest or node.keywords):
                 return array
             node.args = [array] + rest

@@ -68,16 +68,18 @@ def _is_vmapped(obj) -> bool:
 
 def resolve(src, node: gast.FunctionDef, local_names: set[str], program) -> gast.FunctionDef:
     """Rewrite every non-local name in ``node`` (a function of ``src``) in place."""
-    _Resolver(src, local_names, program).visit(node)
+    _Resolver(src, node, local_names, program).visit(node)
     return node
 
 
 class _Resolver(gast.NodeTransformer):
-    def __init__(self, src, local_names, program):
+    def __init__(self, src, node, local_names, program):
         self.src = src
         self.locals = local_names
         self.program = program
         self.stmt = None
+        self.lists = {t.id for s in gast.walk(node) if isinstance(s, gast.Assign) and isinstance(s.value, gast.List)
+                      for t in s.targets if isinstance(t, gast.Name)}  # names bound to list literals
 
     def visit(self, node):
         if isinstance(node, gast.stmt):
@@ -111,8 +113,12 @@ class _Resolver(gast.NodeTransformer):
     def visit_Expr(self, node):
         """``np.add.at(y, idx, v)`` (which Numba lacks) becomes ``y[idx] = y[idx] + rt.group_sum(v, idx, y[idx])``:
         NumPy's write through an index keeps one value per repeated index, and ``group_sum`` gives each
-        entry the sum of ``v`` over its index's entries, so every ``v`` is added."""
+        entry the sum of ``v`` over its index's entries, so every ``v`` is added. ``y.sort()`` of an
+        array becomes ``y[:] = np.sort(y)`` (the write in place every mode differentiates)."""
         value = node.value
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "sort" \
+                and isinstance(value.func.value, gast.Name) and value.func.value.id in self.locals:
+            return self._sort_in_place(node)
         if not (isinstance(value, gast.Call) and self._is_add_at(value.func)):
             return self.generic_visit(node)
         if len(value.args) != 3 or value.keywords or not isinstance(value.args[0], gast.Name):
@@ -126,6 +132,17 @@ class _Resolver(gast.NodeTransformer):
         total = gast.BinOp(left=selected(gast.Load()), op=gast.Add(),
                            right=call("rt.group_sum", v, copy.deepcopy(idx), selected(gast.Load())))
         return located(gast.Assign(targets=[selected(gast.Store())], value=total, type_comment=None), node)
+
+    def _sort_in_place(self, node):
+        """``y.sort()`` → ``y[:] = np.sort(y)``; a list's ``sort``, and the arguments NumPy's sort takes,
+        are refused."""
+        value, y = node.value, node.value.func.value.id
+        if value.args or value.keywords:
+            raise self._unsupported("`.sort()` with arguments", hint="write y[:] = np.sort(y) (the last axis)")
+        if y in self.lists:
+            raise self._unsupported(f"sorting the list `{y}` in place", hint="use np.sort of an array")
+        whole = gast.Subscript(value=name(y), slice=gast.Slice(lower=None, upper=None, step=None), ctx=gast.Store())
+        return located(gast.Assign(targets=[whole], value=call("np.sort", name(y)), type_comment=None), node)
 
     def _is_add_at(self, func) -> bool:
         obj = self._maybe_value(func) if isinstance(func, gast.Attribute) and not self._is_local(func) else None
