@@ -110,7 +110,7 @@ def test_jacfwd_carries_a_list_of_tangents():
 @pytest.mark.parametrize("fn", [made_anew_in_a_loop, pytest.param(literal_then_popped, marks=pytest.mark.slow)])
 def test_lists_compiled(fn):
     """Numba types the lists, the tape of lists and the adjoint lists; the Hessian's tangent lists too."""
-    check_grads(fn, (X.copy(),), order=2)
+    check_grads(fn, (X.copy(),), order=2, modes=("rev",))
 
 
 def written_through_an_item(x):
@@ -228,3 +228,72 @@ def sorted_list(x):
 def test_sorting_a_list_in_place_is_refused():
     with pytest.raises(s2s.UnsupportedError, match="sorting the list `items` in place"):
         s2s.grad(sorted_list, target="python")(X)
+
+
+def built_lists_whole(x):
+    vals, rows = [], []
+    for i in range(x.shape[0]):
+        vals.append(np.sin(x[i]) * x[i])
+        rows.append(np.cos(x) * x[i])
+    return sum(vals) + max(vals) * min(vals) + np.mean(np.array(vals)) + np.sum(sum(rows) ** 2)
+
+
+def repeated_float_list(x):
+    vals = [0.0] * 3
+    for i in range(3):
+        vals[i] = x[i] * x[i + 1]
+    return vals[0] + vals[2] * vals[1]
+
+
+def unpacked_lists(x):
+    a, b = [], []
+    for i in range(3):
+        a.append(x * float(i))
+        b.append(np.cos(x) + float(i))
+    s = 0.0
+    for u, v in zip(a, b):
+        s += np.sum(u * v)
+    for k, u in enumerate(a):
+        s += float(k) * np.sum(u)
+    for u in reversed(b):
+        s = s * 0.5 + np.sum(u)
+    return s
+
+
+@pytest.mark.parametrize("fn", [built_lists_whole, repeated_float_list, unpacked_lists])
+def test_built_lists_used_whole(fn):
+    """`sum`/`max`/`min`/`np.array` of a built list, `[0.0] * n`, `a, b = [], []`, zip/enumerate/reversed of
+    lists: each was a Numba TypingError."""
+    check_grads(fn, (X.copy(),), order=2, target="python")
+
+
+def concatenated(x):
+    parts = []
+    for i in range(2):
+        parts.append(x * float(i + 1))
+    return np.sum(np.concatenate(parts) ** 2)
+
+
+def repeated_int_list(x):
+    counts = [0] * 3
+    counts[0] = 2
+    return x[0] * counts[0]
+
+
+def list_of_pairs(x):
+    rows = []
+    for i in range(2):
+        rows.append([x[i], x[i + 1]])
+    return rows[0][1] * rows[1][0]
+
+
+@pytest.mark.parametrize("fn, what", [
+    (concatenated, "`np.concatenate` of the list `parts` built by appending"),
+    (repeated_int_list, "a list or tuple repeated by `\\*`"),
+    (list_of_pairs, "a list of UniTuple"),
+])
+def test_what_is_refused_of_lists_in_every_mode(fn, what):
+    """Located errors (were a Numba TypingError, and for the list of pairs a Python TypeError)."""
+    for transform in (s2s.grad, s2s.jacfwd):
+        with pytest.raises(s2s.UnsupportedError, match=what):
+            transform(fn, target="python")(X.copy())

@@ -248,6 +248,13 @@ class Activity:
                             changed = True
 
     def _check(self) -> None:
+        for target, _sources, s in self.flows:
+            t = self.typed.type_of(target)
+            # forward mode follows a list of lists (the tape of a list, in a gradient differentiated again)
+            kept = (types.Float, types.Array) + ((types.List,) if self.mode == "forward" else ())
+            if target in self.active and isinstance(t, types.List) and not isinstance(t.dtype, kept):
+                raise self.fn.src.unsupported(f"a list of {t.dtype} items on a differentiated path", s,
+                                              hint="keep floats or arrays in a list (an array of rows for pairs)")
         for target, sources, s in self.flows:
             if target in self.active and isinstance(self.typed.type_of(target), types.Optional) \
                     and any(x in self.varied for x in sources):

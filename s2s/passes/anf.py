@@ -151,7 +151,10 @@ class _ANF:
                 raise self.unsupported("unpacking a tuple of another length", self.where)
             written = {n.id for t in elts for n in gast.walk(t) if isinstance(n, gast.Name)}
             atoms = []
-            for v in value.elts:
+            for t, v in zip(elts, value.elts):
+                if isinstance(v, gast.List) and isinstance(t, gast.Name) and t.id in self.lists:
+                    atoms.append(gast.List(elts=[self.atom(e, pre) for e in v.elts], ctx=gast.Load()))
+                    continue  # a list that is appended to stays a list
                 a = self.atom(v, pre)
                 if isinstance(a, gast.Name) and a.id in written:
                     tmp = self.namer.temp()

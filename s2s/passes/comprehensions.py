@@ -32,6 +32,10 @@ mode then see ordinary loops, element writes and reads:
             _list1[_k1] = v2 * s
         return _list1
 
+First, a list the function builds by appending, used whole where Numba
+takes only a tuple (``np.stack(items)``, ``sum(items)``), becomes a
+comprehension over its items, and ``[0.0] * n`` becomes ``np.full(n, 0.0)``.
+
 Comprehension variables get names of their own (they do not leak, as in
 Python 3). A comprehension inside a conditional expression, and a generator
 expression used other than by ``sum``, ``max`` or ``min``, are errors at
@@ -46,7 +50,7 @@ import copy
 import gast
 import numpy as np
 
-from ..astutil import assign, attr_chain, call, const, dotted, located, name
+from ..astutil import assign, attr_chain, call, const, dotted, located, name, walk_stmts
 from ..rules import lookup_spelling
 from .control_flow import iterable
 from .sequences import spelled
@@ -59,15 +63,13 @@ _FIELDS = ("targets", "target", "value", "test", "iter", "msg", "exc")
 
 def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Lower the comprehensions of ``fn`` to loops, in place; ``unsupported(what, node)`` builds errors."""
-    _stack_built_lists(fn)
+    _lists_whole(fn, unsupported)
     fn.body = _Lowering(namer, unsupported).block(fn.body) or [gast.Pass()]
     return fn
 
 
-def _stack_built_lists(fn: gast.FunctionDef) -> None:
-    """``np.stack(items)`` or ``np.array(items)`` of a list the function builds (bound to list literals
-    only, grown by ``append`` or ``insert``) becomes the same of ``[v for v in items]``, in place: NumPy
-    stacks a list, Numba only a tuple, and the comprehension is a loop of reads every mode differentiates."""
+def _built_lists(fn: gast.FunctionDef) -> set[str]:
+    """Lists the function builds: names bound to list literals only, grown by ``append`` or ``insert``."""
     literal, other, grown = set(), set(), set()
     for node in gast.walk(fn):
         if isinstance(node, gast.Assign) and all(isinstance(t, gast.Name) for t in node.targets):
@@ -79,16 +81,77 @@ def _stack_built_lists(fn: gast.FunctionDef) -> None:
         elif isinstance(node, gast.Attribute) and node.attr in ("append", "insert") \
                 and isinstance(node.value, gast.Name):
             grown.add(node.value.id)
-    built = (literal & grown) - other
-    for node in gast.walk(fn):
-        if isinstance(node, gast.Call) and node.args and isinstance(node.args[0], gast.Name) \
-                and node.args[0].id in built:
-            label = attr_chain(node.func)
-            rule = lookup_spelling(label) if label else None
-            if rule is not None and rule.stacks_list:
-                item = name("_item", store=True)
-                node.args[0] = gast.ListComp(elt=name("_item"), generators=[gast.comprehension(
-                    target=item, iter=node.args[0], ifs=[], is_async=0)])
+    for node in gast.walk(fn):  # `a, b = [], []` binds lists too
+        if isinstance(node, gast.Assign) and isinstance(node.value, (gast.Tuple, gast.List)) \
+                and isinstance(node.targets[0], gast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
+            for t, v in zip(node.targets[0].elts, node.value.elts):
+                if isinstance(t, gast.Name) and isinstance(v, gast.List):
+                    literal.add(t.id)
+                    other.discard(t.id)
+    return (literal & grown) - other
+
+
+class _WholeLists(gast.NodeTransformer):
+    """Rewrites the uses of a built list as a whole, and ``[c] * n`` (see :func:`_lists_whole`)."""
+
+    def __init__(self, built: set[str], unsupported, stmt):
+        self.built, self.unsupported, self.stmt = built, unsupported, stmt
+
+    def items(self, lst: gast.Name) -> gast.ListComp:
+        """``[_item for _item in lst]``."""
+        return gast.ListComp(elt=name("_item"), generators=[gast.comprehension(
+            target=name("_item", store=True), iter=lst, ifs=[], is_async=0)])
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if not (node.args and isinstance(node.args[0], gast.Name) and node.args[0].id in self.built):
+            return node
+        label = attr_chain(node.func)
+        if label in ("max", "min") and len(node.args) == 1:
+            node.args[0] = self.items(node.args[0])
+            return node
+        if label == "sum" and len(node.args) == 1:
+            stacked = gast.Call(func=spelled(np.array), args=[self.items(node.args[0])], keywords=[])
+            return call(spelled(np.sum), stacked, keywords={"axis": const(0)})
+        rule = lookup_spelling(label) if label else None
+        if rule is not None and rule.stacks_list:
+            node.args[0] = self.items(node.args[0])
+        elif rule is not None and rule.sequences and rule.params and rule.params[0] in rule.sequences:
+            raise self.unsupported(f"`{label}` of the list `{node.args[0].id}` built by appending", self.stmt,
+                                   hint="Numba takes a tuple there: np.stack the items, or write them into an "
+                                   "array made with np.empty")
+        return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, gast.Mult):
+            return node
+        for seq, count in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(seq, (gast.List, gast.Tuple)):
+                if len(seq.elts) == 1 and isinstance(seq.elts[0], gast.Constant) \
+                        and isinstance(seq.elts[0].value, float):
+                    return call(spelled(np.full), count, seq.elts[0])
+                raise self.unsupported("a list or tuple repeated by `*`", self.stmt,
+                                       hint="write np.full(n, value) (a float value), or np.zeros(n)")
+        return node
+
+
+def _lists_whole(fn: gast.FunctionDef, unsupported) -> None:
+    """Rewrite, in place, what Numba lacks for lists: of a list the function builds (bound to list
+    literals only, grown by ``append`` or ``insert``), ``np.stack(items)`` and ``np.array(items)`` become the
+    same of ``[_item for _item in items]``, ``max``/``min`` of it likewise, ``sum(items)`` becomes
+    ``np.sum(np.array([...]), axis=0)`` (NumPy stacks a list, Numba only a tuple; the comprehension is a
+    loop of reads every mode differentiates); ``[0.0] * n`` becomes ``np.full(n, 0.0)``. Another NumPy
+    function of such a list (``np.concatenate``), and any other repeated list, is a located error."""
+    rewrite = _WholeLists(_built_lists(fn), unsupported, None)
+    for s in walk_stmts(fn.body):
+        rewrite.stmt = s
+        for field in _FIELDS:
+            child = getattr(s, field, None)
+            if isinstance(child, list):
+                setattr(s, field, [rewrite.visit(c) for c in child])
+            elif isinstance(child, gast.AST) and field not in ("targets", "target"):
+                setattr(s, field, rewrite.visit(child))
 
 
 def _contains_comprehension(node) -> bool:
