@@ -18,7 +18,10 @@ name in both targets.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import literal_unroll
 from numba.core import types
 
 from .helper_cache import overload, register_jitable
@@ -151,13 +154,15 @@ def _literal_bool(flag) -> bool:
 
 
 def reduced_count(x, axis):
-    """How many elements of ``x`` each result of a reduction over ``axis`` combines.
+    """How many elements of ``x`` each result of a reduction over ``axis`` (an int or a tuple) combines.
 
-    >>> reduced_count(np.zeros((2, 5)), 1)
-    5
+    >>> reduced_count(np.zeros((2, 5)), 1), reduced_count(np.zeros((2, 3, 5)), (0, 2))
+    (5, 10)
     """
     if axis is None:
         return np.size(x)
+    if isinstance(axis, tuple):
+        return math.prod(np.shape(x)[a] for a in axis)
     return np.shape(x)[axis]
 
 
@@ -165,6 +170,15 @@ def reduced_count(x, axis):
 def _reduced_count_nb(x, axis):
     if axis is None or isinstance(axis, types.NoneType):
         return lambda x, axis: x.size
+    if isinstance(axis, types.BaseTuple):
+
+        def product(x, axis):
+            count = 1
+            for a in literal_unroll(axis):
+                count *= x.shape[a]
+            return count
+
+        return product
     return lambda x, axis: x.shape[axis]
 
 

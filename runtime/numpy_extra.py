@@ -23,12 +23,12 @@ from numba.core import errors, types
 
 from .broadcast import reduced_count
 from .helper_cache import overload, register_jitable
-from .reductions import _is_none, mean
+from .reductions import _is_none, _norm_axis, _shape_one, mean
 
-__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "cumprod_jvp", "cumprod_vjp", "cumprod_hvp", "cumprod_vjp_jvp",
-           "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half",
-           "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim",
-           "diag_vjp"]
+__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod_jvp", "cumprod_vjp", "cumprod_hvp",
+           "cumprod_vjp_jvp", "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp",
+           "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff", "pair_diff_vjp",
+           "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp"]
 
 
 @register_jitable
@@ -83,6 +83,28 @@ def diff_vjp(g, n):
     for _ in range(n):
         out = _diff_vjp_once(out)
     return out.reshape(g.shape[:-1] + (out.shape[1],))
+
+
+def diff_edge(value, a, axis):
+    """What ``np.diff(a, axis=axis, prepend=value)`` (or ``append=``) puts beside ``a``: a scalar broadcast to
+    the shape of ``a`` with length 1 along ``axis`` (a fresh array), an array as it is.
+
+    >>> diff_edge(0.5, np.zeros((2, 3)), 1)
+    array([[0.5],
+           [0.5]])
+    """
+    if np.ndim(value):
+        return value
+    shape = list(np.shape(a))
+    shape[axis] = 1
+    return np.full(tuple(shape), value)
+
+
+@overload(diff_edge)
+def _diff_edge_nb(value, a, axis):
+    if isinstance(value, types.Array):
+        return lambda value, a, axis: value
+    return lambda value, a, axis: np.full(_shape_one(a.shape, _norm_axis(axis, a.ndim)), value)
 
 
 # ------------------------------------------------------------------ cumprod (of the flattened array)
