@@ -375,6 +375,8 @@ for _name in ("arccos", "arcsin", "arctan", "cbrt", "cos", "cosh", "exp", "exp2"
     COVERED_ELSEWHERE[getattr(rt.vm, _name)] = ("vector math: NumPy's rules under the runtime's names; "
                                                "tests/test_vector_codegen.py differentiates code calling them")
 COVERED_ELSEWHERE[rt.zero_cotangent] = "jacrev of tuple outputs: tests/test_tuple_outputs.py"
+COVERED_ELSEWHERE[rt.diff_edge] = ("np.diff's prepend and append: tests/test_numpy_axes_diff.py (grad, jacfwd, "
+                                   "hessian against differences)")
 for _fn in (rt.trip_count, rt.snapshot_count, rt.revolve_start, rt.revolve_next, rt.snapshot_slots,
             rt.snapshot_of):
     COVERED_ELSEWHERE[_fn] = "checkpointed loops: tests/test_checkpoint.py (hessian of one against differences)"

@@ -192,6 +192,12 @@ defrule(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
         nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.std", impl_when=("axis", "ddof", "keepdims"),
         jvp=f"rt.sum({_CENTRED} * a_dot, axis, keepdims=keepdims) / ({_DOF} * z)",
         vjp=f"{_CENTRED} * rt.unreduce(z_adj / z, a, axis, keepdims) / {_DOF}")
+# over a tuple of axes (Numba takes one): sum, mean, prod, max and min one axis after another, var and std as
+# the sums and means they are made of (passes/numpy_forms.py)
+mark(np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, tuple_axes="nested")
+_VAR = f"rt.sum({_CENTRED} ** 2, axis, keepdims=keepdims) / {_DOF}"
+mark(np.var, tuple_axes=_VAR)
+mark(np.std, tuple_axes=f"np.sqrt({_VAR})")
 
 # ============================================================ issue 10: moving elements
 for _fn in (np.atleast_1d, np.atleast_3d):

@@ -114,6 +114,8 @@ defrule(rt.vm.reduce_add, "total, term", jvp="rt.vm.reduce_add(total_dot, term_d
 defrule(rt.sort_jvp, "t, a", nondiff=("a",), jvp="rt.sort_jvp(t_dot, a)", vjp="rt.sort_vjp(z_adj, a)")
 defrule(rt.sort_vjp, "g, a", nondiff=("a",), jvp="rt.sort_vjp(g_dot, a)", vjp="rt.sort_jvp(z_adj, a)")
 defrule(rt.diff_vjp, "g, n", nondiff=("n",), jvp="rt.diff_vjp(g_dot, n)", vjp="np.diff(z_adj, n)")
+defrule(rt.diff_edge, "value, a, axis", nondiff=("a", "axis"), shape_only=("a",), view=True,
+        jvp="rt.diff_edge(value_dot, a, axis)", vjp="rt.unbroadcast(z_adj, value)")
 defrule(rt.kron_vjp_a, "g, a, b", nondiff=("a",), jvp="rt.kron_vjp_a(g_dot, a, b) + rt.kron_vjp_a(g, a, b_dot)")
 defrule(rt.kron_vjp_b, "g, a, b", nondiff=("b",), jvp="rt.kron_vjp_b(g_dot, a, b) + rt.kron_vjp_b(g, a_dot, b)")
 # piecewise linear in x: the slope and the weights are constant in x between the points xp

@@ -43,6 +43,9 @@ class Rule:
     impl: str | None = None  # how generated code calls it, where Numba lacks the NumPy spelling
     impl_when: frozenset = frozenset()  # call `impl` only when one of these is passed (empty: always)
     expand: str | None = None  # a tuple of single-result calls generated code writes instead (``slogdet``)
+    # a reduction whose ``axis`` is a tuple: "nested" (the reduction over one axis after another), or a template
+    # over the parameters written instead (``np.var``: the sums and means it is made of; passes/numpy_forms.py)
+    tuple_axes: str | None = None
     check: object = None  # check(bound) -> None, or why these (source) arguments are not supported
     elementwise: bool = False  # element i of the result depends on element i of each (broadcast) argument only
     shape_only: frozenset = frozenset()  # parameters of which only the shape is read
