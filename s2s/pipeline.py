@@ -7,7 +7,7 @@ the source after every pass of every stage::
 
     front       fence → positional parameters → None parameters (s2s.program, per user function)
     normalise   lift nested functions → flatten containers → dict records → outputs → resolve → control flow
-                → comprehensions → sequences → A-normal form → split tuples → rename rebindings
+                → comprehensions → sequences → A-normal form → NumPy forms → split tuples → rename rebindings
     then s2s.build types the program (Numba) and differentiates it
     (s2s.passes.reverse / s2s.passes.forward), and runs on each generated function:
     primal      numpy in-place → simplify → fuse primal        (the user's functions)
@@ -41,6 +41,7 @@ from .passes import (
     fuse,
     lift,
     none_params,
+    numpy_forms,
     outputs,
     params,
     records,
@@ -158,6 +159,7 @@ NORMALISE = [
     Pass("comprehensions", lambda fn, ctx: comprehensions.lower(fn, ctx.namer, ctx.src.unsupported)),
     Pass("sequences", lambda fn, ctx: sequences.lower(fn, ctx.namer, ctx.src.unsupported)),
     Pass("A-normal form", lambda fn, ctx: anf.normalize(fn, ctx.namer, ctx.src.unsupported)),
+    Pass("NumPy forms", lambda fn, ctx: numpy_forms.lower(fn, ctx.namer, ctx.src.unsupported)),
     Pass("split tuples", lambda fn, ctx: tuples.split(fn, ctx.namer)),
     Pass("rename rebindings", lambda fn, ctx: rename.rename(fn, rename.rebound(fn), ctx.namer)),
 ]
