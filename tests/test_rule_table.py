@@ -382,6 +382,9 @@ for _fn in (rt.trip_count, rt.snapshot_count, rt.revolve_start, rt.revolve_next,
     COVERED_ELSEWHERE[_fn] = "checkpointed loops: tests/test_checkpoint.py (hessian of one against differences)"
 for _fn in (rt.zeros_stack, rt.last_item):
     COVERED_ELSEWHERE[_fn] = "comprehensions and tuples indexed at run time: tests/test_language.py"
+for _fn in (rt.zeros_list_like, rt.popped_at, rt.inserted_at):
+    COVERED_ELSEWHERE[_fn] = ("the tangents and adjoints of lists: tests/test_lists.py (grad, jvp, hessian "
+                              "against differences)")
 COVERED_ELSEWHERE[rt.assign_into] = ("facts only (purity, freshness), no derivative: differentiating it raises "
                                      "NoRuleError")
 for _fn in (rt.prod_others_jvp, rt.norm_weight_dx, rt.norm_weight_dnorm, rt.cumprod_hvp, rt.cumprod_vjp_jvp):
