@@ -204,8 +204,6 @@ class ForwardTransform:
             push = call(gast.Attribute(value=name(self.dot(tape)), attr=s.value.func.attr, ctx=gast.Load()),
                         *copy.deepcopy(s.value.args[:-1]), tangent)
             return [s, gast.Expr(value=push)]
-        if isinstance(s, gast.Expr) and list_method(s.value) == "pop" and s.value.func.value.id in self.activity.active:
-            return [s, gast.Expr(value=self._pop_tangent(s.value))]  # the tangents stay aligned with the items
         if isinstance(s, gast.If):
             s.body = self.block(s.body) or [gast.Pass()]
             s.orelse = self.block(s.orelse)

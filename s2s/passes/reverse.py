@@ -318,8 +318,7 @@ class ReverseTransform:
         target, value = s.targets[0], s.value
         active = self.activity.active
         if isinstance(target, gast.Subscript) and self._is_list(target.value.id):
-            if self.typed.is_array(target.value.id) or isinstance(self.typed.type_of(target.value.id).dtype,
-                                                                   types.Array):
+            if isinstance(self.typed.type_of(target.value.id).dtype, types.Array):
                 raise self.fn.unsupported("replacing an item of a list of differentiated arrays", s,
                                           hint="append to the list, or write into the item (`item[...] = v`)")
             if isinstance(value, gast.Name) and value.id in active:
@@ -476,9 +475,6 @@ class ReverseTransform:
             pre = [assign(result, call(vjp_name, *args))]
         for k, arg_index in enumerate(active_args):
             var = value.args[arg_index].id
-            if self._is_list(var):
-                raise self.fn.unsupported(f"a list of differentiated values passed to `{value.func.id}`", s,
-                                          hint="pass its items, or an array")
             expr = gast.Subscript(value=name(result), slice=const(k), ctx=gast.Load()) if build else None
             out.append(Contribution(var, expr, pre=pre))
             pre = []
