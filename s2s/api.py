@@ -20,7 +20,6 @@ import inspect
 import re
 import traceback
 import types
-from dataclasses import dataclass
 
 import numpy as np
 from numba._dispatcher import compute_fingerprint
@@ -29,9 +28,10 @@ from .analysis.types import typeof_value
 from .backend import compile_quietly, load
 from .build import Builder
 from .cache import default_cache
-from .errors import CompileError, InputError, S2SError
+from .entries import Entry, Specialised, entry_key
+from .errors import InputError, S2SError
 from .frontend import parse
-from .generated import Module, compile_error
+from .generated import Module
 from .ir import TransformRequest
 from .passes import outputs
 from .rules import lookup
@@ -45,14 +45,7 @@ _FLOATS = (np.float32, np.float64)
 _LEAF_TYPES = frozenset({float, int, bool, np.ndarray, np.float32, np.float64, np.int32, np.int64, np.bool_})
 
 
-@dataclass
-class _Entry:
-    module: Module
-    function: object
-    adjoint: object = None  # split-mode vjp: the adjoint-sweep function (``function`` is the forward sweep)
-
-
-class Transformed:
+class Transformed(Specialised):
     """A transformed function: call it as you would the original.
 
     It specialises on the types of its arguments at the first call with
@@ -111,7 +104,7 @@ class Transformed:
         return tuple(out)
 
     # -------------------------------------------------------------- entries
-    def entry(self, args: tuple, extra_types: tuple = (), fuse: bool = True) -> _Entry:
+    def entry(self, args: tuple, extra_types: tuple = (), fuse: bool = True) -> Entry:
         """The compiled entry for the types of ``args`` (built at the first call with them).
 
         Containers among ``args`` are flattened: the entry takes their leaves.
@@ -121,17 +114,17 @@ class Transformed:
         return self.entry_for_types(tuple(typeof_value(a) for a in leaves), structures, extra_types, fuse)
 
     def entry_for_types(self, key: tuple, structures: tuple = (), extra_types: tuple = (),
-                        fuse: bool = True) -> _Entry:
+                        fuse: bool = True) -> Entry:
         """The compiled entry for Numba argument types ``key`` (the leaves of ``structures``)."""
         if not structures:
             from .tree_util import LEAF
 
             structures = (LEAF,) * len(key)
-        cache_key = key + extra_types + (structures if any(t.kind != "leaf" for t in structures) else ()) \
-            + (() if fuse else ("unfused",))
-        entry = self._entries.get(cache_key)
-        if entry is not None:
-            return entry
+        return self._entry(entry_key(key, structures, extra_types + (() if fuse else ("unfused",))),
+                           lambda: self._build(key, structures, extra_types, fuse))
+
+    def _build(self, key: tuple, structures: tuple, extra_types: tuple, fuse: bool) -> Entry:
+        """The entry for argument types ``key``: generated (or loaded from the disk cache) and compiled."""
         fn, transform, scalar_output = self.fn, self.transform, False
         if isinstance(fn, Transformed):
             # Reverse mode over generated code is computed in forward mode: the same derivative.
@@ -168,9 +161,7 @@ class Transformed:
             module = cache.entry(builder.key(program, key), lambda: builder.module(key, program, cache=fuse),
                                  compile_)
             function, adjoint = loaded
-        entry = _Entry(module, function, adjoint)
-        self._entries[cache_key] = entry
-        return entry
+        return Entry(module, function, adjoint)
 
     def _load(self, module: Module, types_: tuple, compile_now: bool) -> tuple:
         """(entry function, adjoint-sweep function or None), compiled for ``types_`` if ``compile_now``.
@@ -196,11 +187,8 @@ class Transformed:
         return (Transformed, (self.fn, self.transform, self.argnums, self.has_aux, self.target, self.fast_math,
                               self.max_tape_bytes))
 
-    def _compile_error(self, module: Module, exc: Exception) -> CompileError:
-        """The Numba error ``exc`` from compiling ``module``, located at the user's line where known."""
-        code = getattr(getattr(self.fn, "py_func", self.fn), "__code__", None)
-        return compile_error(module, exc, f"Numba cannot compile the generated {self.transform} of {self.__name__}",
-                             code.co_filename if code else None)
+    def _what(self) -> str:
+        return f"the generated {self.transform} of {self.__name__}"
 
     def run(self, values: tuple, names: list, extra: tuple = ()):
         """Call the entry for ``values`` (plus ``extra`` arguments), explaining failures."""

@@ -46,35 +46,25 @@ and calls only the runtime helpers whose scalar forms allocate nothing
 
 from __future__ import annotations
 
-import ast
 import copy
-import inspect
 import linecache
 import warnings
 
-import astor
+import gast
 import numpy as np
 from numba.core import compiler, errors, ir, typed_passes, types
 from numba.core.ir_utils import find_callname, guard
 from numba.core.registry import cpu_target
 
 from .analysis.types import typeof_value
-from .api import _Entry
-from .astutil import attr_chain
 from .backend import load
-from .batching import (
-    bindings,
-    extend,
-    fill_of,
-    fixed_names,
-    is_device_array,
-    is_fixed,
-    loop_parts,
-    shaped_like,
-)
+from .batching import extend, functions_of, into_call, loop_parts, template
 from .codegen import IMPORTS
+from .entries import Entry, is_device_array, user_file
 from .errors import CompileError, UnsupportedError
 from .generated import Module, compile_error
+from .passes.device import local_arrays
+from .pipeline import Context, run
 from .rules import lookup_spelling
 
 __all__ = ["kernel_entry", "Launcher", "THREADS_PER_BLOCK"]
@@ -88,8 +78,8 @@ _NO_ALLOCATION = "a kernel cannot allocate: an array is an argument, a view of o
                  "every example)"
 
 
-def kernel_entry(vmapped, inner_entry: _Entry, into, example: list, axes: list, outputs: list,
-                 several: bool) -> _Entry:
+def kernel_entry(vmapped, inner_entry: Entry, into, example: list, axes: list, outputs: list,
+                 several: bool) -> Entry:
     """The CUDA kernel of ``vmapped``: its module and a :class:`Launcher` calling it.
 
     ``example`` holds the leaves of the first example's arguments (on the
@@ -110,23 +100,23 @@ def kernel_entry(vmapped, inner_entry: _Entry, into, example: list, axes: list, 
             lambda__grad_into(a0[b], out0[b])
     """
     module = inner_entry.module
-    user_file = _user_file(vmapped.fn)
+    source_file = user_file(vmapped.fn)
     if into is None:
         raise _located(UnsupportedError(
             "a per-example output that is not a fresh array (or a scalar) in a CUDA kernel",
             hint="the kernel writes each output into its row, so the per-example function must return variables "
                  "it assigns once from np.zeros/np.empty/np.ones/np.full(_like) (or scalars)"),
-            module, _return_line(module), user_file)
+            module, _return_line(module), source_file)
     cpu = _with_into(module, into)
     namespace = load(cpu)
     rows = [np.empty(np.shape(outputs[j]), np.asarray(outputs[j]).dtype) for j in into.rows]
-    checker = _KernelRules(cpu, namespace, user_file, into.function.name)
+    checker = _KernelRules(cpu, namespace, source_file, into.function.name)
     checker.check(tuple(typeof_value(v) for v in example + rows), example + rows)
     kernel_module = _kernel_module(cpu, checker, into, axes, len(outputs))
     kernel = load(kernel_module)[kernel_module.entry]
     launcher = Launcher(kernel, [(np.shape(o), np.asarray(o).dtype) for o in outputs], several, axes,
-                        kernel_module, user_file)
-    return _Entry(kernel_module, launcher)
+                        kernel_module, source_file)
+    return Entry(kernel_module, launcher)
 
 
 class Launcher:
@@ -175,20 +165,12 @@ def _to_device(leaf):
 
 
 def _with_into(module: Module, into) -> Module:
-    return extend(module, [into.function], "", into.function.name)
-
-
-def _user_file(fn) -> str | None:
-    """The file of the user's function under the transforms and vmaps wrapping it."""
-    fn = inspect.unwrap(fn)  # a transform or a vmap wraps the function it was made of
-    code = getattr(getattr(fn, "py_func", fn), "__code__", None)
-    return code.co_filename if code else None
+    return extend(module, [into.function], into.function.name)
 
 
 def _return_line(module: Module) -> int | None:
-    tree = ast.parse(module.source)
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == module.entry), None)
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)] if fn else []
+    fn = functions_of(module).get(module.entry)
+    returns = [n for n in gast.walk(fn) if isinstance(n, gast.Return)] if fn else []
     return returns[-1].lineno if returns else None
 
 
@@ -227,8 +209,7 @@ class _KernelRules:
         self.namespace = namespace
         self.user_file = user_file
         self.entry = entry
-        tree = ast.parse(module.source)
-        self.functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.functions = functions_of(module)
         self.reached: dict[str, tuple] = {}
         self.locals: dict[int, tuple] = {}
         self.violations: list[UnsupportedError] = []
@@ -239,7 +220,7 @@ class _KernelRules:
 
     def check(self, arg_types: tuple, example: list) -> None:
         """Check the "into" function for ``arg_types`` (``example``: its arguments' values) and what it calls."""
-        self.locals = _local_arrays(self.functions[self.entry], example)
+        self.locals = local_arrays(self.functions[self.entry], example)
         self._check_function(self.entry, arg_types, ())
         if self.violations:  # the first, but a growing tape first of all (its setup is an allocation too)
             raise min(self.violations, key=lambda e: "rt.reserve" not in e.construct)
@@ -343,231 +324,30 @@ class _KernelRules:
             raise self.error(f"`{where}.{name}`", line, hint="kernels run scalar code")
 
 
-def _local_arrays(fn: ast.FunctionDef, example: list) -> dict[int, tuple | None]:
-    """The fixed-size local arrays of the "into" function ``fn``: line → (variable, shape, dtype, fill).
-
-    An array qualifies when it is assigned once, at the top level, from an
-    allocation whose shape is the same for every example; the shape is
-    computed here from the example's arguments (the dtype is left to the
-    typing). So does a tape grown once before the loop that records into it
-    (``v = np.empty(0, dt)`` ... ``v = rt.reserve(v, v_top + n)`` with ``n``
-    the same for every example): it gets ``n`` elements, and its ``reserve``
-    line maps to None (dropped).
-    """
-    params = [a.arg for a in fn.args.args]
-    stores, updates = bindings(fn)
-    shaped, fixed = fixed_names(fn, params, stores, updates)
-    env = dict(zip(params, example))  # the example's values of fixed names, and stand-ins of local arrays
-    assigned = [(k, s) for k, s in enumerate(fn.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], ast.Name) and s.targets[0].id not in params]
-    found: dict[int, tuple | None] = {}
-    tapes = []
-    for index, stmt in assigned:
-        target, call = stmt.targets[0].id, stmt.value
-        if target in fixed:
-            env[target] = _evaluate(stmt.value, env)
-        elif fill_of(call) and call.args and stores[target] - updates[target] == 2:
-            tapes.append((index, stmt))  # perhaps a tape: sized by a reserve that follows
-        elif fill_of(call) and call.args and stores[target] - updates[target] == 1:
-            local = _local_array(call, env, shaped, fixed)
-            if local is not None:
-                shape, fill = local
-                found[stmt.lineno] = (target, shape, None, fill)
-                env[target] = np.empty(shape)
-    for index, stmt in tapes:
-        target, call = stmt.targets[0].id, stmt.value
-        reserve = _fixed_reserve(fn, index, target, stores, shaped, fixed)
-        if attr_chain(call.func) == "np.empty" and _is_zero(call.args[0]) and reserve is not None:
-            found[stmt.lineno] = (target, (int(_evaluate(reserve.value.args[1].right, env)),), None, None)
-            found[reserve.lineno] = None
-    return found
-
-
-def _local_array(call: ast.Call, env: dict, shaped: set, fixed: set) -> tuple | None:
-    """The shape of the fixed-size local array replacing allocation ``call``, and what fills it (None: unfit)."""
-    fill = fill_of(call)
-    if fill == "basis":  # rt.basis(count, offset, x): the unit directions of x among count
-        like = call.args[2] if len(call.args) == 3 else None
-        if not (isinstance(like, ast.Name) and like.id in shaped and np.ndim(env[like.id]) <= 1
-                and all(is_fixed(a, shaped, fixed) for a in call.args[:2])):
-            return None
-        shape = (_evaluate(call.args[0], env), *np.shape(env[like.id]))
-        fill = ("basis", _evaluate(call.args[1], env), np.size(env[like.id]))
-    elif shaped_like(call):
-        if not (isinstance(call.args[0], ast.Name) and call.args[0].id in shaped and call.args[0].id in env):
-            return None
-        shape = np.shape(env[call.args[0].id])
-    elif is_fixed(call.args[0], shaped, fixed):
-        shape = _evaluate(call.args[0], env)
-    else:
-        return None
-    if fill == "empty":
-        fill = None
-    elif fill == "argument":
-        fill = call.args[1] if len(call.args) > 1 else next(
-            (k.value for k in call.keywords if k.arg == "fill_value"), None)
-        if fill is None:
-            return None
-    return tuple(int(d) for d in np.atleast_1d(shape)), fill
-
-
-def _is_zero(node: ast.expr) -> bool:
-    """``0`` or ``(0,)``: the size of an empty tape."""
-    if isinstance(node, ast.Tuple) and len(node.elts) == 1:
-        node = node.elts[0]
-    return isinstance(node, ast.Constant) and node.value == 0
-
-
-def _fixed_reserve(fn: ast.FunctionDef, start: int, tape: str, stores, shaped, fixed) -> ast.Assign | None:
-    """The top-level ``tape = rt.reserve(tape, tape_top + n)`` after statement ``start`` that sizes ``tape`` for
-    good: ``tape_top`` is still 0 there and ``n`` is the same for every example."""
-    zeroed = False
-    for stmt in fn.body[start + 1:]:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            target, value = stmt.targets[0].id, stmt.value
-            if target == f"{tape}_top" and isinstance(value, ast.Constant) and value.value == 0 \
-                    and stores[target] - 1 == sum(1 for n in ast.walk(fn) if isinstance(n, ast.AugAssign)
-                                                  and isinstance(n.target, ast.Name) and n.target.id == target):
-                zeroed = True
-                continue
-            if target == tape:
-                need = value.args[1] if isinstance(value, ast.Call) and len(value.args) == 2 else None
-                ok = attr_chain(value.func) == "rt.reserve" and isinstance(value.args[0], ast.Name) \
-                    and value.args[0].id == tape and isinstance(need, ast.BinOp) and isinstance(need.op, ast.Add) \
-                    and isinstance(need.left, ast.Name) and need.left.id == f"{tape}_top" \
-                    and is_fixed(need.right, shaped, fixed) if isinstance(value, ast.Call) else False
-                return stmt if ok and zeroed else None
-        if any(isinstance(n, ast.Name) and n.id in (tape, f"{tape}_top") and isinstance(n.ctx, ast.Store)
-               for n in ast.walk(stmt)):
-            return None  # the tape or its counter changes before it is sized
-    return None
-
-
 def _dtype_source(dtype) -> str:
     """A Numba dtype as generated source (``np.float64``)."""
     return "np.bool_" if str(dtype) == "bool" else f"np.{dtype}"
 
 
-def _evaluate(expr: ast.expr, env: dict):
-    """The value of a fixed shape expression (see :func:`s2s.batching.is_fixed`) for the example ``env``."""
-    if isinstance(expr, ast.Constant):
-        return expr.value
-    if isinstance(expr, ast.Name):
-        return env[expr.id]
-    if isinstance(expr, ast.Attribute):
-        return {"shape": np.shape, "size": np.size, "ndim": np.ndim}[expr.attr](env[expr.value.id])
-    if isinstance(expr, ast.Subscript):
-        return _evaluate(expr.value, env)[_evaluate(expr.slice, env)]
-    if isinstance(expr, ast.Tuple):
-        return tuple(_evaluate(e, env) for e in expr.elts)
-    if isinstance(expr, ast.BinOp):
-        left, right = _evaluate(expr.left, env), _evaluate(expr.right, env)
-        operations = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-                      ast.FloorDiv: lambda a, b: a // b}
-        return operations[type(expr.op)](left, right)
-    if isinstance(expr, ast.Call):
-        return len(env[expr.args[0].id])
-    raise ValueError(f"not a fixed shape: {ast.dump(expr)}")
-
-
 # ------------------------------------------------------------------------------------------------ the CUDA module
-class _ForDevice(ast.NodeTransformer):
-    """Spell scalar NumPy calls as numba.cuda compiles them, and ``min``/``max`` of two values as conditionals."""
-
-    def __init__(self, rules: _KernelRules):
-        self.rules = rules
-
-    def visit_Call(self, node: ast.Call):
-        self.generic_visit(node)
-        name = attr_chain(node.func) or ""
-        rule = lookup_spelling(name) if name else None
-        if rule is None or rule.device is None or node.keywords \
-                or rule.device == f"{rule.name}({', '.join(rule.params)})":
-            return node
-        bound = dict(zip(rule.params, node.args))
-        spelled = _parse(rule.device)
-        uses = [n for n in ast.walk(spelled) if isinstance(n, ast.Name) and n.id in rule.params]
-        for param in {n.id for n in uses}:
-            if param not in bound:
-                raise self.rules.error(f"`{name}` of {len(node.args)} values", node.lineno,
-                                       hint=f"a kernel spells it `{rule.device}`")
-            if sum(n.id == param for n in uses) > 1 and not _simple(bound[param]):
-                raise self.rules.error(f"`{name}` of an expression", node.lineno,
-                                       hint=f"a kernel spells it `{rule.device}`: pass a variable")
-
-        class _Put(ast.NodeTransformer):
-            def visit_Name(self, n):
-                return copy.deepcopy(bound[n.id]) if n.id in bound else n
-
-        return ast.copy_location(_Put().visit(spelled), node)
-
-
-def _simple(expr: ast.expr) -> bool:
-    """Whether ``expr`` may be written twice: a variable, a constant, or an element of a variable."""
-    if isinstance(expr, ast.Subscript):
-        index = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
-        return isinstance(expr.value, ast.Name) and all(isinstance(i, (ast.Name, ast.Constant)) for i in index)
-    return isinstance(expr, (ast.Name, ast.Constant))
-
-
-def _parse(text: str) -> ast.expr:
-    return ast.parse(text, mode="eval").body
-
-
-def _device_function(fn: ast.FunctionDef, rules: _KernelRules, cuda_name: str, local_arrays: dict) -> ast.FunctionDef:
-    """``fn`` as a CUDA device function: decorated, NumPy spelled for the device, local arrays made fixed-size."""
-    fn = copy.deepcopy(fn)
-    fn.decorator_list = [_parse(f"{cuda_name}.jit(device=True)")]
-    taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-    j = next(name for name in ("_j", *(f"_j{k}" for k in range(2, 100))) if name not in taken)
-    body = []
-    for stmt in fn.body:
-        if stmt.lineno not in local_arrays:
-            body.append(stmt)
-            continue
-        if local_arrays[stmt.lineno] is None:  # a tape's reserve: the local array has its size already
-            continue
-        target, shape, dtype, fill = local_arrays[stmt.lineno]
-        new = [f"{target} = {cuda_name}.local.array({shape!r}, {dtype})"]
-        if isinstance(fill, tuple):  # rt.basis: directions offset + j are the unit vectors of the argument
-            _, offset, size = fill
-            new.append(f"{target}[...] = 0.0")
-            if len(shape) == 1:
-                new.append(f"{target}[{offset}] = 1.0")
-            else:
-                new.append(f"for {j} in range({size}):\n    {target}[{offset} + {j}, {j}] = 1.0")
-        elif isinstance(fill, ast.expr):
-            new.append(f"{target}[...] = {astor.to_source(fill).strip()}")
-        elif fill is not None:
-            new.append(f"{target}[...] = {fill}{'.0' if dtype.startswith('np.float') else ''}")
-        for text in new:
-            node = ast.parse(text).body[0]
-            for child in ast.walk(node):
-                if isinstance(child, ast.stmt):
-                    ast.copy_location(child, stmt)
-            body.append(node)
-    fn.body = body
-    return _ForDevice(rules).visit(fn)
-
-
 def _kernel_module(cpu: Module, rules: _KernelRules, into, axes: list, n_outputs: int) -> Module:
-    """The CUDA module: the device functions the "into" function reaches, and the kernel calling it per example."""
-    taken = {n.id for fn in rules.functions.values() for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    """The CUDA module: the device functions the "into" function reaches (the ``kernel`` stage of
+    :mod:`s2s.pipeline` run on each), and the kernel calling it per example."""
+    taken = {n.id for fn in rules.functions.values() for n in gast.walk(fn) if isinstance(n, gast.Name)}
     cuda_name = next(c for c in ("cuda", *(f"cuda{k}" for k in range(2, 100))) if c not in taken)
-    functions = [_device_function(rules.functions[name], rules, cuda_name,
-                                  rules.locals if name == into.function.name else {})
-                 for name in rules.functions if name in rules.reached]
+    functions = []
+    for name, fn in rules.functions.items():
+        if name in rules.reached:
+            ctx = Context(None, cuda_name=cuda_name, local_arrays=rules.locals if name == into.function.name else {},
+                          error=rules.error)
+            functions.append(run("kernel", copy.deepcopy(fn), ctx))
     params, picks, _ = loop_parts(axes)
-    outs = [f"out{j}" for j in range(n_outputs)]
-    call = f"{into.function.name}({', '.join([picks] + [f'{outs[j]}[b]' for j in into.rows])})"
-    kernel = into.function.name.removesuffix("_into") + "_kernel"
-    lines = [f"@{cuda_name}.jit", f"def {kernel}({', '.join(params + outs)}):",
-             f"    b = {cuda_name}.grid(1)",
-             "    if b < out0.shape[0]:"]
-    if into.returned:
-        lines.append(f"        {', '.join(f'{outs[j]}[b]' for j in into.returned)} = {call}")
-    else:
-        lines.append(f"        {call}")
+    kernel = template("\n".join([
+        f"@{cuda_name}.jit", f"def {into.function.name.removesuffix('_into')}_kernel({', '.join(params)}, "
+                             f"{', '.join(f'out{j}' for j in range(n_outputs))}):",
+        f"    b = {cuda_name}.grid(1)",
+        "    if b < out0.shape[0]:",
+        f"        {into_call(into, picks, n_outputs)}"]))
     target = f"target:    cuda{' (the simulator: NUMBA_ENABLE_CUDASIM=1)' if _simulated() else ''}"
     header = cpu.source.split('"""')[1].splitlines()
     header[0] += ", batched by vmap: a CUDA kernel, one thread per example"
@@ -575,7 +355,7 @@ def _kernel_module(cpu: Module, rules: _KernelRules, into, axes: list, n_outputs
     alias = "" if cuda_name == "cuda" else f" as {cuda_name}"
     head = '"""' + "\n".join(header) + '\n"""\n\n' + IMPORTS.replace(
         "import numba\n", f"import numba\nfrom numba import cuda{alias}\n")
-    return extend(cpu, functions, "\n\n" + "\n".join(lines) + "\n", kernel, head=head)
+    return extend(cpu, functions + [kernel], kernel.name, head=head)
 
 
 def _simulated() -> bool:

@@ -15,6 +15,9 @@ the source after every pass of every stage::
     callee vjp  simplify → tapes                               (the vjp of a called function)
     forward     simplify → fuse (with broadcast rows)          (a jvp or jacfwd entry, a callee's jvp)
     finish      vector math                                    (every function of a compiled module)
+    then s2s.vmap batches a compiled entry (s2s.batching parses its module back into gast):
+    batch       decide shape tests → into variant              (the per-example entry of a vmap)
+    kernel      device function → device spellings            (each function a CUDA kernel reaches)
 
     >>> [p.name for p in STAGES["reverse"]]
     ['simplify', 'fuse', 'tapes']
@@ -36,9 +39,11 @@ from .passes import (
     anf,
     comprehensions,
     control_flow,
+    device,
     fence,
     flatten,
     fuse,
+    into,
     lift,
     none_params,
     numpy_forms,
@@ -70,6 +75,13 @@ class Context:
     variables), ``types`` (variable → Numba type, for fusion; None: no
     fusion) and ``return_type``, ``scalar_tapes`` (for the tapes pass),
     ``inplace`` (``x op= e`` on arrays updates them, as under ``jit``).
+    Batching (``vmap``): ``example`` (one example's argument leaves),
+    ``outputs`` (the per-example function's results for them), ``defined``
+    (the module's function names); the "into" variant sets ``rows`` (the
+    outputs written into row parameters; None: no variant) and ``returned``.
+    The kernel stage: ``cuda_name``, ``local_arrays`` (generated line → the
+    fixed-size local array replacing its allocation) and ``error``
+    (``(construct, line, hint)`` → a located ``UnsupportedError``).
     """
 
     namer: Namer | None
@@ -84,6 +96,14 @@ class Context:
     scalar_tapes: dict = field(default_factory=dict)
     inplace: bool = False
     return_type: object = None
+    example: list | None = None
+    outputs: list | None = None
+    defined: set = field(default_factory=set)
+    rows: list | None = None
+    returned: list = field(default_factory=list)
+    cuda_name: str = "cuda"
+    local_arrays: dict = field(default_factory=dict)
+    error: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -209,4 +229,6 @@ STAGES: dict[str, list[Pass]] = {
     "callee vjp": [_SIMPLIFY, _TAPES],
     "forward": [_SIMPLIFY, _FUSE_BROADCAST],
     "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars))],
+    "batch": [Pass("decide shape tests", into.decide_shape_tests), Pass("into variant", into.into_variant)],
+    "kernel": [Pass("device function", device.device_function), Pass("device spellings", device.device_spellings)],
 }

@@ -22,17 +22,16 @@ per argument (None: not batched), an axis per output.
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 
-from .analysis.types import typeof_value
-from .api import Transformed, _check_tree, _Entry, _flatten_all, jit
+from .api import Transformed, _check_tree, _flatten_all, jit
 from .backend import compile_quietly, load
-from .batching import extend, into_variant, is_device_array, loop_parts
+from .batching import calls_function, extend, into_variant, loop_function
 from .cache import default_cache, module_key
-from .errors import CompileError, InputError
-from .generated import ERROR_MODEL, Module, compile_error
+from .entries import Entry, Specialised, entry_key, is_device_array, leaf_key
+from .errors import InputError
+from .generated import ERROR_MODEL, Module
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["vmap", "Vmapped"]
@@ -40,7 +39,7 @@ __all__ = ["vmap", "Vmapped"]
 TARGETS = ("cpu", "parallel", "cuda", "python")
 
 
-class Vmapped:
+class Vmapped(Specialised):
     """A batched function: call it with batched arguments."""
 
     def __init__(self, fn, in_axes=0, out_axes=0, target: str = "cpu"):
@@ -51,7 +50,6 @@ class Vmapped:
         self.in_axes = in_axes
         self.out_axes = out_axes
         self._entries: dict = {}
-        self._shapes: dict = {}  # id(entry) -> (an example output, the example arguments)
         if getattr(fn, "target", None) == "python" and isinstance(fn, (Transformed, Vmapped)) and target != "python":
             if target != "cpu":
                 raise InputError(f"vmap(target={target!r}) cannot run `{getattr(fn, '__qualname__', fn)}`, "
@@ -104,7 +102,7 @@ class Vmapped:
         entry = self.entry(values, batch_axes=axes)
         out = entry.function(*leaves)
         on_device = any(is_device_array(o) for o in (out if isinstance(out, tuple) else (out,)))
-        template, example = self._shapes[id(entry)]
+        template, example = entry.example
         if any(isinstance(o, tuple) for o in (template if isinstance(template, tuple) else ())):
             out = _nest(template, iter(out))  # the batched loop returns the leaves of nested outputs
         out = _move(out, self.out_axes)
@@ -112,13 +110,13 @@ class Vmapped:
             out = self.inner._outputs(out, example)
         return out
 
-    def entry(self, args: tuple, batch_axes=None):
+    def entry(self, args: tuple, batch_axes=None) -> Entry:
         """The compiled batched entry for these batched arguments (its ``.function`` takes their leaves)."""
         leaves, structures = _flatten_all(args)
         axes = batch_axes if batch_axes is not None else self._axes(args)
-        key = (tuple(_leaf_key(leaf) for leaf in leaves), tuple(axes), structures)
-        entry = self._entries.get(key)
-        if entry is None:
+        leaf_types = tuple(leaf_key(leaf) for leaf in leaves)
+
+        def build() -> Entry:
             if getattr(self.inner, "target", None) == "cuda":
                 raise InputError("a vmap with target='cuda' cannot be batched again: give target='cuda' to the "
                                  "outer vmap only")
@@ -126,12 +124,13 @@ class Vmapped:
             inner = self.inner.entry(example)
             example_leaves = _flatten_all(example)[0]
             outputs = inner.function(*example_leaves)
-            entry = self._build(inner, example_leaves, axes, outputs, key[0])
-            self._entries[key] = entry
-            self._shapes[id(entry)] = (outputs, example)
-        return entry
+            entry = self._build(inner, example_leaves, axes, outputs, leaf_types)
+            entry.example = (outputs, example)
+            return entry
 
-    def _build(self, inner_entry, example: list, axes: list, outputs, leaf_types: tuple) -> _Entry:
+        return self._entry(entry_key(leaf_types, structures, ("axes", *axes)), build)
+
+    def _build(self, inner_entry, example: list, axes: list, outputs, leaf_types: tuple) -> Entry:
         """The batched entry around ``inner_entry``, given its ``outputs`` for the ``example``'s leaves."""
         if isinstance(outputs, tuple) and any(isinstance(o, tuple) for o in outputs):  # nested: copy leaf by leaf
             if self.target == "cuda":
@@ -147,23 +146,11 @@ class Vmapped:
         if into is None:
             return self._build_calls(inner_entry, axes, _paths(outputs), leaf_types)
         name = getattr(inner_entry.function, "__name__", "f")
-        params, picks, size = loop_parts(axes)
-        outs = [f"out{j}" for j in range(len(results))]
-        loop, decorator = self._loop()
-        call = f"{into.function.name}({', '.join([picks] + [f'{outs[j]}[b]' for j in into.rows])})"
-        lines = [f"def {name}_vmap({', '.join(params)}):", f"    n = {size}"]
-        lines += [f"    {o} = {_allocation(r)}" for o, r in zip(outs, results)]
-        lines.append(f"    for b in {loop}(n):")
-        if into.returned:
-            lines.append(f"        {', '.join(f'{outs[j]}[b]' for j in into.returned)} = {call}")
-        else:
-            lines.append(f"        {call}")
-        lines.append(f"    return {', '.join(outs)}")
-        batched = extend(inner_entry.module, [into.function], "\n\n" + decorator + "\n".join(lines) + "\n",
-                         f"{name}_vmap")
+        loop = loop_function(f"{name}_vmap", into, axes, results, *self._loop())
+        batched = extend(inner_entry.module, [into.function, loop], loop.name)
         return self._loaded(batched, leaf_types)
 
-    def _loaded(self, batched: Module, leaf_types: tuple) -> _Entry:
+    def _loaded(self, batched: Module, leaf_types: tuple) -> Entry:
         """``batched`` compiled, through the disk cache: a new process loads it instead of compiling it."""
         cache = default_cache() if self.target != "python" \
             and all(isinstance(v, np.ndarray) for v in batched.constants.values()) else None
@@ -185,49 +172,27 @@ class Vmapped:
             module = batched
         else:
             module = cache.entry(module_key(batched), lambda: batched, compile_)
-        return _Entry(module, compiled[0])
+        return Entry(module, compiled[0])
 
-    def _compile_error(self, module: Module, exc: Exception) -> CompileError:
-        """The Numba error ``exc`` from compiling the batched ``module``, located at the user's line where known."""
-        code = getattr(inspect.unwrap(self.fn), "__code__", None)
-        return compile_error(module, exc, f"Numba cannot compile the vmap of {self.__name__}",
-                             code.co_filename if code else None)
+    def _what(self) -> str:
+        return f"the vmap of {self.__name__}"
 
     def _loop(self) -> tuple[str, str]:
         """The batch loop's range and the batched function's decorator line, for the target."""
         if self.target == "python":
             return "range", ""
         if self.target == "parallel":
-            return "numba.prange", f"@numba.njit(parallel=True, cache=True, {ERROR_MODEL})\n"
-        return "range", f"@numba.njit(cache=True, {ERROR_MODEL})\n"
+            return "numba.prange", f"@numba.njit(parallel=True, cache=True, {ERROR_MODEL})"
+        return "range", f"@numba.njit(cache=True, {ERROR_MODEL})"
 
-    def _build_calls(self, inner_entry, axes: list, paths: list[tuple], leaf_types: tuple) -> _Entry:
+    def _build_calls(self, inner_entry, axes: list, paths: list[tuple], leaf_types: tuple) -> Entry:
         """The loop for a per-example function without an "into" variant: one call per example, rows copied.
 
         ``paths`` index each output leaf in what the function returns (``[()]``: it returns one value).
         """
         name = getattr(inner_entry.function, "__name__", "f")
-        params, picks, size = loop_parts(axes)
-        loop, decorator = self._loop()
-        n_outputs = 0 if paths == [()] else len(paths)
-        outs = [f"out{j}" for j in range(len(paths))]
-        firsts = ["first" + "".join(f"[{i}]" for i in path) for path in paths]
-        lines = [f"def {name}_vmap({', '.join(params)}):",
-                 f"    n = {size}",
-                 "    b = 0",
-                 f"    first = {name}({picks})"]
-        lines += [f"    {o} = rt.batch_like({f}, n)" for o, f in zip(outs, firsts)]
-        lines += [f"    {o}[0] = {f}" for o, f in zip(outs, firsts)]
-        lines.append(f"    for b in {loop}(1, n):")
-        if n_outputs:
-            lines.append(f"        result = {name}({picks})")
-            lines += [f"        {o}[b] = result{''.join(f'[{i}]' for i in path)}" for o, path in zip(outs, paths)]
-        else:
-            lines.append(f"        out0[b] = {name}({picks})")
-        lines.append(f"    return {', '.join(outs)}" if n_outputs else "    return out0")
-        text = f"\n\n{decorator}" + "\n".join(lines) + "\n"
-        module = inner_entry.module
-        batched = Module(module.source + text, f"{name}_vmap", module.line_map, dict(module.constants))
+        loop = calls_function(f"{name}_vmap", name, axes, paths, *self._loop())
+        batched = extend(inner_entry.module, [loop], loop.name)
         return self._loaded(batched, leaf_types)
 
     def source(self, *args) -> str:
@@ -239,13 +204,6 @@ class Vmapped:
         """
         check = _check_with_device_arrays if self.target == "cuda" else _check_tree
         return self.entry(tuple(check(v, f"arg{k}", k) for k, v in enumerate(args))).module.source
-
-
-def _leaf_key(leaf):
-    """What a compiled entry is specialised on for one argument leaf (no copy of a device array)."""
-    if is_device_array(leaf):
-        return ("device", np.dtype(leaf.dtype).str, leaf.ndim)
-    return typeof_value(leaf)
 
 
 def _pick(leaf, axis):
@@ -349,18 +307,6 @@ def _move(out, out_axes):
         raise InputError(f"out_axes={out_axes} needs the outputs on the host: with device arrays the batch axis "
                          "of an output is axis 0")
     return np.moveaxis(out, 0, out_axes)
-
-
-def _output_dtype(value) -> str:
-    """The NumPy dtype of an example output, as generated source (``np.float64``)."""
-    dtype = np.asarray(value).dtype
-    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
-
-
-def _allocation(example) -> str:
-    """``np.empty(...)`` for ``n`` results shaped and typed like ``example`` (a leading batch axis)."""
-    shape = ", ".join(["n", *(str(d) for d in np.shape(example))])
-    return f"np.empty(({shape}{',' if np.ndim(example) == 0 else ''}), {_output_dtype(example)})"
 
 
 def vmap(fn=None, in_axes=0, out_axes=0, target: str = "cpu") -> Vmapped:

@@ -20,8 +20,9 @@ from numba.core import config
 from numba.core.runtime import rtsys
 
 import s2s
-from s2s.batching import into_variant, is_device_array
+from s2s.batching import into_variant
 from s2s.check import numerical_grad
+from s2s.entries import is_device_array
 from s2s.errors import InputError, UnsupportedError
 from s2s.generated import Module
 
