@@ -1072,7 +1072,8 @@ def _fd_hessian(f, x, s, n, h):
 
 def modes_for(targets) -> tuple:
     """The checks run for ``S2S_FUZZ_TARGETS``: every transform on each target (``grad-cpu``, ``jit-python``, ...)."""
-    return tuple(f"{check}-{target}" for target in targets for check in ("grad", "jvp", "jacfwd", "hessian", "jit"))
+    return tuple(f"{check}-{target}" for target in targets
+                 for check in ("grad", "jvp", "jacfwd", "hessian", "jit", "vmap"))
 
 
 # CI: every check, Numba-compiled where the compile is cheap enough (the Hessian in Python)
@@ -1184,9 +1185,32 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
                 return failed("jit argument mismatch",
                               f"jit (target={target}) left x different from the Python function (in place):\n"
                               f"expected x = {x_py.tolist()!r}\ngot      x = {x_jit.tolist()!r}")
+        for target in [m[5:] for m in modes if m.startswith("vmap-")]:
+            outcome = _check_vmap(f, x, s, n, value, fd, scale, target, call, failed)
+            if outcome is not None:
+                return outcome
     except _Failed as failure:
         return failure.outcome
     return Outcome()
+
+
+def _check_vmap(f, x, s, n, value, fd, scale, target, call, failed):
+    """``vmap`` of ``f`` and of its gradient over a batch of two copies of the point (``n`` shared): each row
+    is the value, and finite differences."""
+    xs, ss = np.stack([x, x]), np.array([s, s])
+    values = call(f"vmap (target={target})",
+                  lambda: s2s.vmap(f, in_axes=(0, 0, None), target=target)(xs.copy(), ss, n))
+    if np.shape(values) != (2,) or not _close(values, np.array([value, value]), scale, rtol=1e-7, atol=1e-9):
+        return failed("vmap value mismatch", f"vmap (target={target}) differs from the Python function:\n"
+                                             f"expected {[value, value]!r}\ngot      {np.asarray(values).tolist()!r}")
+    gradient = s2s.vmap(s2s.grad(f, argnums=(0, 1), target=target), in_axes=(0, 0, None), target=target)
+    gx, gs = call(f"vmap of grad (target={target})", lambda: gradient(xs.copy(), ss, n))
+    for row in range(2):
+        if np.shape(gx) != xs.shape or np.shape(gs) != (2,) or not _close(np.append(gx[row], gs[row]), fd, scale):
+            return failed("vmap of grad mismatch",
+                          f"vmap of grad (target={target}) row {row} differs from finite differences:\n"
+                          f"expected {fd.tolist()!r}\ngot      d/dx {np.asarray(gx).tolist()!r}, d/ds {gs!r}")
+    return None
 
 
 def _check_hessian(f, pure, x, s, n, value, target, call, failed):
