@@ -81,7 +81,7 @@ def test_verbose_shows_the_batching_stages(capsys, monkeypatch, target, stages):
     grads = batched(p)
     printed = capsys.readouterr().out
     shown: dict[str, list[str]] = {}
-    for fn, stage, step in re.findall(r"^# --- (\w+): ([\w ]+) / (.+)$", printed, re.M):
+    for _fn, stage, step in re.findall(r"^# --- (\w+): ([\w ]+) / (.+)$", printed, re.M):
         if stage in stages:
             shown.setdefault(stage, []).append(step)
     assert shown == stages

@@ -6,10 +6,16 @@ In order, repeated until nothing changes:
 * ``if`` statements with nothing in either branch, and loops with an empty
   body, go; ``pass`` goes from blocks that have other statements;
 * ``t = v; v = 0.0; v += t`` (a reset undone at once) keeps only ``t = v``;
+* a temporary assigned a read of an array element or slice (``_t6 = p[0]``) that an earlier temporary of
+  the same block already read (``_t1 = p[0]``), with neither the array's memory nor the index written in
+  between, is assigned that temporary instead (``_t6 = _t1``: common subexpressions of subscripts);
 * a temporary assigned a literal or a name is replaced by it where that name is unchanged;
 * a temporary (``_t3``, ``_t3_adj``) assigned a pure expression and read
   once, later in the same block with none of its operands reassigned in
   between, is replaced by its expression;
+* an argument of which only the shape is read (``rt.unreduce(g, x, ...)``'s ``x``, by its rule's
+  ``shape_only``) that is an element-wise expression of one array and scalars (``np.sin(x)``,
+  ``1.0 - t * t``) is that array: its shape, without computing the expression;
 * assignments whose value nothing reads any more go (dead code).
 
     >>> import gast
@@ -38,6 +44,7 @@ import re
 import gast
 
 from ..astutil import attr_chain, const, names_read
+from ..astutil import name as name_node
 from ..rules import lookup_spelling
 
 __all__ = ["pure", "simplify"]
@@ -223,8 +230,8 @@ def _scan(nodes: list, known: list = ()) -> tuple[dict[str, int], dict[str, int]
             assigns[node.target.id] = assigns.get(node.target.id, 0) + 1
             writes.add(node.target.id)
         elif isinstance(node, gast.Call):
-            if isinstance(node.func, gast.Attribute):
-                writes.update(_loads(node.func.value))
+            if isinstance(node.func, gast.Attribute) and lookup_spelling(attr_chain(node.func) or "") is None:
+                writes.update(_loads(node.func.value))  # a method may change its object (`np.sin` is no method)
             memory = memory or not pure(node)
     return reads, assigns, writes, memory
 
@@ -240,7 +247,20 @@ class _Replace(gast.NodeTransformer):
         return node
 
 
-def _inline(block, counts, facts: _Facts) -> bool:
+def _data(expr) -> set[str]:
+    """The names ``expr`` reads as values (not ``np`` in ``np.sin(x)``: a module whose function it calls)."""
+    modules = {id(n.func.value) for n in _walk(expr) if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+               and isinstance(n.func.value, gast.Name) and lookup_spelling(attr_chain(n.func) or "") is not None}
+    return {n.id for n in _walk(expr) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+            and id(n) not in modules}
+
+
+def _calls_impure(s) -> bool:
+    """Whether ``s`` calls a function that may write into an array it is given."""
+    return any(isinstance(n, gast.Call) and not pure(n) for n in _walk(s))
+
+
+def _inline(block, counts, facts: _Facts, scalars) -> bool:
     """Inline single-use temporaries of ``block``; True if anything changed."""
     k = 0
     changed = False
@@ -252,10 +272,11 @@ def _inline(block, counts, facts: _Facts) -> bool:
             continue
         target, operands = s.targets[0].id, set(_loads(s.value))
         reads_memory = any(isinstance(n, gast.Subscript) for n in _walk(s.value))
+        reads_arrays = bool(_data(s.value) - scalars)
         inlined = False
         for user in block[k + 1:]:
-            if reads_memory and facts.may_write_memory(user):  # x[1] is read before g(v) writes into x
-                break
+            if facts.may_write_memory(user) and (reads_memory or reads_arrays and _calls_impure(user)):
+                break  # x[1] (or x * 2.0) is read before x[1] = e (or g(x)) writes into x
             if target in facts.reads(user):
                 replace = _Replace(target, s.value)
                 if isinstance(user, gast.If) and target in _header_loads(user):
@@ -332,6 +353,27 @@ class _ReplaceAll(gast.NodeTransformer):
         return node
 
 
+def _common_subscripts(block, defs, facts: _Facts) -> bool:
+    """``_tj = v[i]`` after ``_tk = v[i]`` (both temporaries bound once) becomes ``_tj = _tk`` where no
+    statement in between writes ``v``, ``i`` or array memory; True if anything changed."""
+    changed = False
+    for k, s in enumerate(block):
+        if not (_is_assign(s, value_type=gast.Subscript) and _TEMP.match(s.targets[0].id)
+                and defs.get(s.targets[0].id) == 1 and pure(s.value)):
+            continue
+        operands, text = set(_loads(s.value)), gast.dump(s.value)
+        for user in block[k + 1:]:
+            if _is_assign(user, value_type=gast.Subscript) and _TEMP.match(user.targets[0].id) \
+                    and defs.get(user.targets[0].id) == 1 and gast.dump(user.value) == text:
+                user.value = name_node(s.targets[0].id)
+                facts.changed(user)
+                changed = True
+                continue
+            if operands & facts.writes(user) or facts.may_write_memory(user):
+                break
+    return changed
+
+
 def _is_assign(s, target=None, value_type=None) -> bool:
     return (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
             and (target is None or s.targets[0].id == target)
@@ -399,13 +441,51 @@ def _header_loads(s) -> set[str]:
     return set()
 
 
+class _ShapeWitness(gast.NodeTransformer):
+    """A ``shape_only`` argument that is an element-wise expression of one array becomes that array."""
+
+    def __init__(self, scalars):
+        self.scalars = scalars
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        rule = lookup_spelling(attr_chain(node.func) or "")
+        if rule is None or not rule.shape_only or node.keywords:
+            return node
+        for k, param in enumerate(rule.params[:len(node.args)]):
+            arrays = self._arrays(node.args[k]) if param in rule.shape_only else None
+            if arrays is not None and len(arrays) == 1 and not isinstance(node.args[k], gast.Name):
+                node.args[k] = name_node(arrays.pop())
+        return node
+
+    def _arrays(self, expr) -> set | None:
+        """The array names ``expr`` reads, where its shape is theirs broadcast (else None)."""
+        if isinstance(expr, gast.Constant):
+            return set()
+        if isinstance(expr, gast.Name):
+            return set() if expr.id in self.scalars else {expr.id}
+        if isinstance(expr, gast.BinOp) and not isinstance(expr.op, gast.MatMult):
+            parts = [expr.left, expr.right]
+        elif isinstance(expr, gast.UnaryOp):
+            parts = [expr.operand]
+        elif isinstance(expr, gast.Call) and not expr.keywords:
+            rule = lookup_spelling(attr_chain(expr.func) or "")
+            if rule is None or not (rule.elementwise or rule.broadcasting):
+                return None
+            parts = expr.args
+        else:
+            return None
+        found = [self._arrays(p) for p in parts]
+        return None if any(f is None for f in found) else set().union(*found)
+
+
 def _tidy(block, scalars) -> list:
     out = []
     for s in block:
         blocks = {f: _tidy(getattr(s, f), scalars) for f in ("body", "orelse") if getattr(s, f, None)}
         for field_name in blocks:  # folded already: fold the header only
             setattr(s, field_name, [])
-        s = _Fold(scalars).visit(s)
+        s = _ShapeWitness(scalars).visit(_Fold(scalars).visit(s))
         for field_name, inner in blocks.items():
             setattr(s, field_name, inner)
         if isinstance(s, gast.If) and all(isinstance(b, gast.Pass) for b in s.body + s.orelse) \
@@ -493,8 +573,9 @@ def _simplify(body: list, scalars) -> list:
             while _cancel_resets(block, facts):  # one reset per call
                 changed = True
                 facts.changed()
+            changed |= _common_subscripts(block, facts.counts(body)[0], facts)
             changed |= _propagate(block, *facts.counts(body), facts)
-            changed |= _inline(block, facts.counts(body)[1], facts)
+            changed |= _inline(block, facts.counts(body)[1], facts, scalars)
         changed |= _dead(body, set(), _Facts().counts(body)[1])
         changed |= _dead_everywhere(body, _Facts().counts(body)[1])
         body = _tidy(body, scalars)
