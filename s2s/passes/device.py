@@ -10,7 +10,9 @@ Two passes, run on every function of the module the kernel reaches:
   sizes is dropped.
 - :func:`device_spellings`: scalar NumPy calls spelled as numba.cuda
   compiles them (``np.exp(x)`` → ``math.exp(x)``), by each rule's ``device``
-  spelling; ``min``/``max`` of two values as conditionals.
+  spelling; ``min``/``max`` of two values as conditionals (an argument that
+  is an expression first bound to a temporary, ``_d1 = x - 1.0``, where the
+  spelling reads it twice).
 
 Assumes the kernel's checks (``s2s.cuda``) passed: the function allocates
 nothing else.
@@ -33,7 +35,7 @@ import gast
 import numpy as np
 
 from ..analysis.fixed_shapes import analyse, evaluate, fill_of, parameters, shaped_like
-from ..astutil import attr_chain, stmt, to_source
+from ..astutil import attr_chain, name, stmt, to_source
 from ..rules import lookup_spelling
 
 __all__ = ["local_arrays", "device_function", "device_spellings"]
@@ -180,16 +182,52 @@ def device_function(fn: gast.FunctionDef, ctx) -> gast.FunctionDef:
 def device_spellings(fn: gast.FunctionDef, ctx) -> gast.FunctionDef:
     """``fn`` with scalar NumPy calls (and ``min``/``max`` of two) spelled as numba.cuda compiles them.
 
-    A spelling that names an argument twice (``a if a < b else b``) takes
-    variables and elements of variables only; ``ctx.error(construct, line,
-    hint)`` makes the error for anything else.
+    A spelling that names an argument twice (``a if a < b else b``) is
+    given a variable: an argument that is an expression is bound to a fresh
+    temporary just before the statement (``ctx.error(construct, line,
+    hint)`` makes the error where it cannot be: a ``while`` test).
     """
-    return _ForDevice(ctx.error).visit(fn)
+    taken = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+    fn.body = _spell_block(fn.body, _ForDevice(ctx.error, taken))
+    return fn
+
+
+def _spell_block(body: list, spell: _ForDevice) -> list:
+    out = []
+    for statement in body:
+        blocks = {f: getattr(statement, f) for f in ("body", "orelse") if getattr(statement, f, None)}
+        for field in blocks:  # the header first, alone
+            setattr(statement, field, [])
+        spell.hoisted, spell.hoist = [], not isinstance(statement, gast.While)
+        statement = spell.visit(statement)
+        out += [gast.copy_location(h, statement) for h in spell.hoisted]
+        for field, inner in blocks.items():
+            setattr(statement, field, _spell_block(inner, spell))
+        out.append(statement)
+    return out
 
 
 class _ForDevice(gast.NodeTransformer):
-    def __init__(self, error):
-        self.error = error
+    def __init__(self, error, taken: set):
+        self.error, self.taken = error, taken
+        self.hoisted: list = []
+        self.hoist = True  # False in a `while` test and where evaluation is conditional
+
+    def visit_IfExp(self, node: gast.IfExp):
+        node.test = self.visit(node.test)
+        node.body, node.orelse = self._conditionally(node.body), self._conditionally(node.orelse)
+        return node
+
+    def visit_BoolOp(self, node: gast.BoolOp):
+        node.values = [self.visit(node.values[0])] + [self._conditionally(v) for v in node.values[1:]]
+        return node
+
+    def _conditionally(self, expr):
+        hoist, self.hoist = self.hoist, False
+        try:
+            return self.visit(expr)
+        finally:
+            self.hoist = hoist
 
     def visit_Call(self, node: gast.Call):
         self.generic_visit(node)
@@ -206,8 +244,14 @@ class _ForDevice(gast.NodeTransformer):
                 raise self.error(f"`{spelling}` of {len(node.args)} values", node.lineno,
                                  f"a kernel spells it `{rule.device}`")
             if sum(n.id == param for n in uses) > 1 and not _simple(bound[param]):
-                raise self.error(f"`{spelling}` of an expression", node.lineno,
-                                 f"a kernel spells it `{rule.device}`: pass a variable")
+                if not self.hoist:
+                    raise self.error(f"`{spelling}` of an expression in a `while` test or a conditional", node.lineno,
+                                     f"a kernel spells it `{rule.device}`: pass a variable")
+                temporary = next(f"_d{k}" for k in range(1, 10_000) if f"_d{k}" not in self.taken)
+                self.taken.add(temporary)
+                self.hoisted.append(gast.Assign(targets=[name(temporary, store=True)], value=bound[param],
+                                                type_comment=None))
+                bound[param] = name(temporary)
 
         class _Put(gast.NodeTransformer):
             def visit_Name(self, n):

@@ -181,9 +181,9 @@ def _jacobian_into(fn, value: gast.Call, row: str, row_ndim: int, x_ndim: int | 
                    taken: set) -> gast.stmt | None:
     """The loops copying ``rt.jacobian(t, out, k, x)`` into ``row`` (laid out ``out.shape + x.shape``), or None.
 
-    ``x`` is a parameter of at most one dimension; ``out`` a scalar, or an
-    array of the same shape for every example (so that the row's shape is
-    the block's).
+    ``x`` is a parameter of at most one dimension; ``out`` (read for its
+    shape only) a scalar, or an array of the same shape for every example
+    (so that the row's shape is the block's).
     """
     if attr_chain(value.func) != "rt.jacobian" or x_ndim is None or x_ndim > 1 or value.keywords:
         return None
@@ -191,7 +191,7 @@ def _jacobian_into(fn, value: gast.Call, row: str, row_ndim: int, x_ndim: int | 
     out_ndim = row_ndim - x_ndim
     if not (isinstance(tangent, gast.Name) and x.id in facts.shaped and facts.is_fixed(offset)) or out_ndim > 1:
         return None
-    if out_ndim == 1 and _fresh_allocation(fn, out, facts) is None:
+    if out_ndim == 1 and not (isinstance(out, gast.Name) and out.id in facts.shaped):
         return None
     i, j = fresh("_i", taken), fresh("_j", taken)
     t, k = tangent.id, to_source(offset)

@@ -87,9 +87,10 @@ defnondiff("item", rt.copy_tape, fresh=True)  # the adjoint sweep's own copy of 
 defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contract(g, jacobian_dot)")
 
 # ------------------------------------------------------------- re-arranging tangents
-defrule(rt.jacobian, "t_dot, out, offset, x", nondiff=("out", "offset", "x"),
+defrule(rt.jacobian, "t_dot, out, offset, x", nondiff=("out", "offset", "x"), shape_only=("out", "x"),
         jvp="rt.jacobian(t_dot_dot, out, offset, x)")
-defrule(rt.jacobian_rows, "rows, out, x", nondiff=("out", "x"), jvp="rt.jacobian_rows(rows_dot, out, x)")
+defrule(rt.jacobian_rows, "rows, out, x", nondiff=("out", "x"), shape_only=("out", "x"),
+        jvp="rt.jacobian_rows(rows_dot, out, x)")
 
 # ----------------------------------------------------------- vector math: NumPy's rules under the runtime's names
 for _numpy_name, _vm_name in {**rt.vm.FUNCTIONS, "np.sqrt": "sqrt"}.items():
