@@ -51,15 +51,28 @@ TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jvp_tangent", "jacfwd", "
 def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
     """The decorator generated functions get for ``target``.
 
-    Bounds are checked where the user's code indexes arrays (an index out of
-    bounds is then an error, never a wrong number); tape accesses are in
-    bounds by construction. ``cache`` keeps Numba's compiled code beside the
+    Bounds are checked where the user's code indexes arrays with an element
+    index (an index out of bounds is then an error, never a wrong number);
+    slices clip, and tape accesses are in bounds by construction. ``cache`` keeps Numba's compiled code beside the
     module file.
     """
     if target == "python":
         return None
     options = [o for o, on in (("boundscheck=True", indexes), ("cache=True", cache)) if on]
     return f"numba.njit({', '.join(options + [ERROR_MODEL])})"
+
+
+def _may_be_out_of_bounds(node) -> bool:
+    """Whether ``node`` indexes with an element index (``x[i]``, ``x[i, 1:]``, ``x[mask]``), which can be out of
+    bounds; a subscript of slices only (``x[::-1]``, ``x[:, 1:n]``, ``x[...]``) clips as NumPy does.
+
+        >>> [_may_be_out_of_bounds(gast.parse(e).body[0].value) for e in ("x[::-1]", "x[:, 1:]", "x[i, 1:]")]
+        [False, False, True]
+    """
+    if not isinstance(node, gast.Subscript):
+        return False
+    parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+    return not all(isinstance(p, gast.Slice) or isinstance(p, gast.Constant) and p.value is Ellipsis for p in parts)
 
 
 class Builder:
@@ -179,7 +192,7 @@ class Builder:
         if self.vector_math:
             ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed))
             functions = [pipeline.run("finish", f, ctx) for f in functions]
-        indexes = any(isinstance(n, gast.Subscript) for f in program.functions.values() for n in gast.walk(f.node))
+        indexes = any(_may_be_out_of_bounds(n) for f in program.functions.values() for n in gast.walk(f.node))
         sig = ", ".join(str(t) for t in arg_types)
         header = (f"s2s {__version__}: {self.transform} of {root.src.name}"
                   f" (argnums={self.argnums[0] if self.single else self.argnums})\n\n"

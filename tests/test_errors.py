@@ -331,3 +331,23 @@ def test_compile_error_in_generated_code_points_at_the_users_line(tmp_path, monk
                         tape_write_target.__code__.co_filename)
     assert_located(err, tape_write_target, line_of(tape_write_target, "write"))
     assert "generated code: `y_saved[top] = y[idx]`, line 3" in str(err)
+
+
+def reversed_product(x):
+    return np.sum(x[::-1] * x) + np.sum(x[1:100])
+
+
+def element(x, i):
+    return x[i] * 2.0
+
+
+def test_bounds_are_checked_for_element_indexes_only():
+    """Slices clip, so a module indexing with slices only compiles without bounds checks (faster loops, a
+    smaller compile); an element index keeps them, and an index out of bounds is an error naming it."""
+    x = np.array([0.5, -1.0, 2.0, 3.0])
+    assert "boundscheck" not in s2s.source(s2s.grad(reversed_product), x)
+    expected = 2.0 * x[::-1] + np.array([0.0, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(s2s.grad(reversed_product)(x), expected, rtol=1e-12)
+    assert "boundscheck=True" in s2s.source(s2s.grad(element), x, 1)
+    with pytest.raises(InputError, match="index 7 is out of bounds for axis 0 with size 4"):
+        s2s.grad(element)(x, 7)
