@@ -72,6 +72,7 @@ from numba.core import types
 
 from ..analysis.activity import Activity, call_rule, list_method
 from ..analysis.indexing import Advanced, advanced_index, index_parts
+from ..analysis.recompute import Recompute
 from ..analysis.types import Typed, atom_type
 from ..astutil import assign, call, const, dotted, located, name, subst
 from ..errors import NoRuleError
@@ -140,6 +141,8 @@ class ReverseTransform:
         self.auto_checkpoint = auto_checkpoint  # checkpoint a loop whose tape would pass tape_budget
         self.step_sizes: list = []  # (literal, loop): a loop's tape bytes per step, set once the tapes are known
         self.lists_bound: dict[str, gast.stmt] = {}  # an active list -> the statement binding it
+        self.recompute = Recompute(self.body, self._is_number, activity.alias_class)
+        self.recomputed: set[int] = set()  # ids of the loop-body statements the adjoint sweep recomputes
 
     # ======================================================== analysis pass
     def analyse(self) -> None:
@@ -237,6 +240,9 @@ class ReverseTransform:
         in_loop = any(len(_path_loops(self.body, o.block)) > depth for o in full_defs)
         if len(full_defs) > 1 or in_loop or (var in self.fn.params and full_defs):
             self.reset.add(var)
+
+    def _is_number(self, var: str) -> bool:
+        return isinstance(self.typed.type_of(var), (types.Number, types.Boolean))
 
     # ------------------------------------------------------------- lists
     def _is_list(self, var: str) -> bool:
@@ -655,7 +661,10 @@ class ReverseTransform:
         return push, pops + [assign(self.adj(var), call("np.zeros", shape, dtype))]
 
     def record(self, s, fwd, rev) -> tuple[list, list]:
-        """Wrap a definition with the push before it and the pop after its adjoint."""
+        """Wrap a definition with the push before it and the pop after its adjoint (a recomputed one: no
+        wrapping)."""
+        if id(s) in self.recomputed:
+            return fwd, rev
         target = s.targets[0]
         if isinstance(target, gast.Subscript):
             base = target.value.id
@@ -712,8 +721,16 @@ class ReverseTransform:
 
     # ----------------------------------------------------------------- loops
     def for_stmt(self, s: gast.For, body_block) -> tuple[list, list]:
+        again = [] if self.auto_checkpoint else \
+            self.recompute.of(s, tuple(_path_loops(self.body, body_block[:-1])))
+        self.recomputed |= {id(a) for a in again}
         fb, rb = self.block(s.body, body_block)
         rb = self.block_inits(s, body_block) + rb
+        if rb and again:  # the adjoint iteration starts by computing them again, in order
+            copies = [located(copy.deepcopy(a), a) for a in again]
+            for a, c in zip(again, copies):
+                self._tag(c, self.pos[id(a)], self.loops[id(a)])
+            rb = copies + rb
         breaks = _breaks(s)
         args = s.iter.args
         start, stop, step = (args + [None, None])[:3] if len(args) > 1 else (const(0), args[0], None)
