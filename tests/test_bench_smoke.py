@@ -91,3 +91,11 @@ def test_bench_cache_quick(tmp_path):
     for workload in ("W1", "W2", "W3"):
         row = payload["results"][workload]
         assert row["cold"]["first"] > 0 and row["warm"]["first"] > 0 and row["warm_numba_started"]["first"] > 0
+
+
+def test_bench_loops_quick():
+    script = SCRIPT.parent / "bench_loops.py"
+    result = subprocess.run([sys.executable, str(script), "--quick", "--repeats", "3"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    assert "L1: s2s" in result.stdout and "L2: s2s" in result.stdout

@@ -72,8 +72,26 @@ def branch(x, y):
     return s
 
 
+def rows(w, a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        r = a[i]
+        s += np.dot(r, w) ** 2
+    return s
+
+
+def writes_another_array(w, a):
+    out = np.zeros(a.shape[0])
+    s = 0.0
+    for i in range(a.shape[0]):
+        r = a[i]
+        out[i] = r[0] * w[0]
+        s += out[i] * np.dot(r, w)
+    return s
+
+
 CASES = [(differences, (X, Y)), (writes_y, (X, Y)), (nested, (A, X)), (read_after, (X, Y)), (carried, (X, Y)),
-         (branch, (X, Y))]
+         (branch, (X, Y)), (rows, (X, A)), (writes_another_array, (X, A))]
 
 
 @pytest.mark.parametrize("target", ["python", "cpu"])
@@ -102,6 +120,11 @@ def test_values_a_recomputation_would_get_wrong_keep_their_tape(f, taped):
     reads it), a value bound in a branch: recorded as before."""
     source = s2s.source(s2s.grad(f, argnums=(0, 1), target="python"), X, Y)
     assert f"{taped}_tape" in source or f"{taped}_saved" in source, source
+
+
+def test_a_row_of_a_matrix_the_loop_reads_is_taken_again_not_recorded_on_a_list():
+    source = s2s.source(s2s.grad(rows, argnums=(0, 1), target="python"), X, A)
+    assert "_tape = []" not in source and "r = a[i]" in _adjoint_sweep(rows, (X, A)), source
 
 
 def test_second_order_through_a_recomputing_gradient():

@@ -10,7 +10,9 @@ code with its loads recomputed).
 A top-level statement ``t = e`` of the body of a ``for`` loop over a
 ``range`` (no ``break``, no checkpoint) is recomputed when:
 
-- ``t`` is a scalar bound by this statement alone and read only after it
+- ``t`` is a scalar, or a view of an array by basic indexing (``x[i]`` of a
+  matrix: recorded on a list otherwise), bound by this statement alone and
+  read only after it
   in the loop (so no statement expects the value a tape would restore: not
   one outside the loop, nor one reading the previous iteration's value);
 - ``e`` is arithmetic, comparisons and element reads of arrays (no call);
@@ -26,7 +28,8 @@ for loop-carried variables and loop variables).
 
     >>> import gast
     >>> body = gast.parse("s = 0.0\\nfor i in range(n):\\n    t = x[i] * 2.0\\n    s = s + t * t").body
-    >>> [type(s).__name__ for s in Recompute(body, lambda v: v != "x", lambda v: {v}).of(body[1])]
+    >>> recompute = Recompute(body, lambda v: v != "x", lambda v: v == "x", lambda v: {v})
+    >>> [type(s).__name__ for s in recompute.of(body[1])]
     ['Assign']
 """
 
@@ -49,11 +52,13 @@ class Recompute:
     """The statements of a function body (``body``, normalised) whose values an adjoint sweep recomputes.
 
     ``is_scalar(name)``: whether a variable holds a number or a bool;
-    ``aliases(name)``: the variables that may share its memory.
+    ``is_array(name)``: whether it holds an array; ``aliases(name)``: the
+    variables that may share its memory.
     """
 
-    def __init__(self, body: list, is_scalar: Callable[[str], bool], aliases: Callable[[str], set]):
-        self.is_scalar, self.aliases = is_scalar, aliases
+    def __init__(self, body: list, is_scalar: Callable[[str], bool], is_array: Callable[[str], bool],
+                 aliases: Callable[[str], set]):
+        self.is_scalar, self.is_array, self.aliases = is_scalar, is_array, aliases
         self.pos: dict[int, int] = {}
         self.end: dict[int, int] = {}
         self.defs: dict[str, list[int]] = {}  # name -> positions of the statements binding it
@@ -92,7 +97,8 @@ class Recompute:
                 t = s.targets[0].id
                 once = self.defs.get(t) == [self.pos[id(s)]]
                 after = all(self.pos[id(s)] < p < last for p in self.reads.get(t, []))
-                if once and after and self.is_scalar(t) and self._cheap(s.value, available, first, written):
+                kind = self.is_scalar(t) or _view(s.value)
+                if once and after and kind and self._cheap(s.value, available, first, written):
                     chosen.append(s)
                 if once:
                     available.add(t)
@@ -125,11 +131,14 @@ class Recompute:
         """Whether ``expr`` is arithmetic and element reads of variables that hold their forward values."""
         for node in gast.walk(expr):
             if isinstance(node, gast.Subscript):
-                if not (isinstance(node.value, gast.Name) and not self.is_scalar(node.value.id)
-                        and node.value.id not in written and self._before(node.value.id, first)):
+                if not (isinstance(node.value, gast.Name) and self.is_array(node.value.id)
+                        and node.value.id not in written
+                        and (node.value.id in available or self._before(node.value.id, first))):
                     return False
                 index = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
-                if not all(isinstance(i, (gast.Name, gast.Constant)) for i in index):
+                bounds = [b for i in index if isinstance(i, gast.Slice) for b in (i.lower, i.upper, i.step)]
+                if not all(isinstance(i, (gast.Name, gast.Constant, gast.Slice)) for i in index) \
+                        or not all(b is None or isinstance(b, (gast.Name, gast.Constant)) for b in bounds):
                     return False
             elif isinstance(node, gast.Name):
                 if node.id in available or self._before(node.id, first) and self.is_scalar(node.id):
@@ -137,7 +146,7 @@ class Recompute:
                 if not self.is_scalar(node.id):
                     continue  # an array: read as a subscript base, checked there (else the node kinds fail)
                 return False
-            elif not isinstance(node, (gast.Constant, gast.Tuple, *_ARITHMETIC)):
+            elif not isinstance(node, (gast.Constant, gast.Tuple, gast.Slice, *_ARITHMETIC)):
                 return False
         return not any(isinstance(n, gast.Name) and not self.is_scalar(n.id) and not _subscript_base(expr, n)
                        for n in gast.walk(expr))
@@ -146,6 +155,11 @@ class Recompute:
         """Whether ``var`` is bound once (or is a parameter) before the statement at ``first``."""
         defs = self.defs.get(var, [])
         return not defs or len(defs) == 1 and defs[0] < first
+
+
+def _view(expr) -> bool:
+    """Whether ``expr`` is a view of an array by basic indexing (``x[i]``, ``x[i, 1:n]``): no copy."""
+    return isinstance(expr, gast.Subscript) and isinstance(expr.value, gast.Name)
 
 
 def _subscript_base(expr, node) -> bool:

@@ -141,7 +141,7 @@ class ReverseTransform:
         self.auto_checkpoint = auto_checkpoint  # checkpoint a loop whose tape would pass tape_budget
         self.step_sizes: list = []  # (literal, loop): a loop's tape bytes per step, set once the tapes are known
         self.lists_bound: dict[str, gast.stmt] = {}  # an active list -> the statement binding it
-        self.recompute = Recompute(self.body, self._is_number, activity.alias_class)
+        self.recompute = Recompute(self.body, self._is_number, typed.is_array, activity.alias_class)
         self.recomputed: set[int] = set()  # ids of the loop-body statements the adjoint sweep recomputes
 
     # ======================================================== analysis pass
