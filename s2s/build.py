@@ -190,7 +190,7 @@ class Builder:
             primals.append(pipeline.run("primal", node, ctx))
         functions = primals + [g for g in generator.functions if g.name in needed]
         if self.vector_math:
-            ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed))
+            ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed), types=typed.typemap)
             functions = [pipeline.run("finish", f, ctx) for f in functions]
         indexes = any(_may_be_out_of_bounds(n) for f in program.functions.values() for n in gast.walk(f.node))
         sig = ", ".join(str(t) for t in arg_types)

@@ -228,7 +228,7 @@ STAGES: dict[str, list[Pass]] = {
     "reverse": [_SIMPLIFY, _FUSE, _TAPES],
     "callee vjp": [_SIMPLIFY, _TAPES],
     "forward": [_SIMPLIFY, _FUSE_BROADCAST],
-    "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars))],
+    "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types))],
     "batch": [Pass("decide shape tests", into.decide_shape_tests), Pass("into variant", into.into_variant)],
     "kernel": [Pass("device function", device.device_function), Pass("device spellings", device.device_spellings)],
 }

@@ -32,6 +32,7 @@ import os
 import re
 
 import gast
+from numba.core import types
 
 from ..astutil import attr_chain, dotted
 from ..rules import lookup_spelling
@@ -47,8 +48,9 @@ _FUSED_INDEX = re.compile(r"^_i\d*$")  # the element loops of the fusion pass
 
 
 class _Calls(gast.NodeTransformer):
-    def __init__(self, scalars):
+    def __init__(self, scalars, types):
         self.scalars = scalars
+        self.types = types or {}
         self.in_fused_loop = False
 
     def visit_For(self, node):
@@ -80,15 +82,31 @@ class _Calls(gast.NodeTransformer):
         """A call on float scalars outside an element loop: no loop to vectorise, only compile time to spend."""
         if self.in_fused_loop:
             return False
-        names = [n.id for a in args for n in gast.walk(a) if isinstance(n, gast.Name)]
+        elements = {id(n) for a in args for e in gast.walk(a) if self._element(e) for n in gast.walk(e)}
+        names = [n.id for a in args for n in gast.walk(a) if isinstance(n, gast.Name) and id(n) not in elements]
         return all(n in self.scalars for n in names)
 
+    def _element(self, node) -> bool:
+        """Whether ``node`` reads one element of an array (``p[2]``, ``a[i, j]``: integer indices, one per
+        dimension)."""
+        if not (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)):
+            return False
+        array = self.types.get(node.value.id)
+        parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        integers = all(isinstance(p, gast.Constant) and type(p.value) is int
+                       or isinstance(p, gast.Name) and isinstance(self.types.get(p.id), types.Integer)
+                       for p in parts)
+        return isinstance(array, types.Array) and array.ndim == len(parts) and integers
 
-def vector_math(fn: gast.FunctionDef, scalars=frozenset()) -> gast.FunctionDef:
+
+def vector_math(fn: gast.FunctionDef, scalars=frozenset(), types_=None) -> gast.FunctionDef:
     """``fn`` calling :mod:`s2s_runtime.vmath` for NumPy's and ``math``'s elementary functions (in place).
 
     Calls in the fusion pass's element loops and calls on arrays change; a
-    call whose operands are all names in ``scalars`` (float scalars) outside
-    such a loop keeps libm, as a lone scalar call gains nothing from SIMD.
+    call on float scalars (names in ``scalars``, and elements of arrays
+    read by integer indices, by the Numba types ``types_``) outside such a
+    loop keeps libm: a lone scalar call gains nothing from SIMD, and the
+    vector kernel on one value ran 2x slower than libm (a scalar recurrence
+    around ``np.exp(x[i])``; ``vmap(grad(f))`` of W4).
     """
-    return _Calls(scalars).visit(fn)
+    return _Calls(scalars, types_).visit(fn)
