@@ -28,6 +28,7 @@ from numba.core import types
 
 from . import pipeline
 from .analysis.activity import Activity
+from .analysis.indexing import index_parts
 from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
 from .astutil import assign, call, const, name
 from .checkpointing import default_tape_budget
@@ -53,8 +54,8 @@ def decorator(target: str, indexes: bool, cache: bool = False) -> str | None:
 
     Bounds are checked where the user's code indexes arrays with an element
     index (an index out of bounds is then an error, never a wrong number);
-    slices clip, and tape accesses are in bounds by construction. ``cache`` keeps Numba's compiled code beside the
-    module file.
+    slices clip, and tape accesses are in bounds by construction. ``cache``
+    keeps Numba's compiled code beside the module file.
     """
     if target == "python":
         return None
@@ -71,7 +72,7 @@ def _may_be_out_of_bounds(node) -> bool:
     """
     if not isinstance(node, gast.Subscript):
         return False
-    parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+    parts = index_parts(node.slice)
     return not all(isinstance(p, gast.Slice) or isinstance(p, gast.Constant) and p.value is Ellipsis for p in parts)
 
 

@@ -12,9 +12,9 @@ A top-level statement ``t = e`` of the body of a ``for`` loop over a
 
 - ``t`` is a scalar, or a view of an array by basic indexing (``x[i]`` of a
   matrix: recorded on a list otherwise), bound by this statement alone and
-  read only after it
-  in the loop (so no statement expects the value a tape would restore: not
-  one outside the loop, nor one reading the previous iteration's value);
+  read only after it in the loop (so no statement expects the value a tape
+  would restore: not one outside the loop, nor one reading the previous
+  iteration's value);
 - ``e`` is arithmetic, comparisons and element reads of arrays (no call);
 - each variable ``e`` reads holds, at the top of the adjoint sweep's
   iteration, the value it had when ``e`` was computed: the loop's own
@@ -41,6 +41,7 @@ import gast
 
 from ..astutil import attr_chain
 from ..rules import lookup_spelling
+from .indexing import index_parts
 
 __all__ = ["Recompute"]
 
@@ -84,10 +85,10 @@ class Recompute:
     def of(self, loop: gast.For, enclosing: tuple = ()) -> list[gast.Assign]:
         """The top-level statements of ``loop``'s body to recompute, in order (``enclosing``: the loops
         around ``loop``, outermost first)."""
-        if not self._simple_loop(loop) or self._writes_or_calls(loop) is None:
+        written = self._writes_or_calls(loop) if self._simple_loop(loop) else None
+        if written is None:
             return []
         first, last = self.pos[id(loop)], self.end[id(loop)]
-        written = self._writes_or_calls(loop)
         loop_vars = {f.target.id for f in (*enclosing, loop) if isinstance(f, gast.For)
                      and isinstance(f.target, gast.Name) and len(self.defs.get(f.target.id, [])) == 1}
         available = set(loop_vars)  # names holding, at the top of an adjoint iteration, their forward values
@@ -128,28 +129,26 @@ class Recompute:
         return written
 
     def _cheap(self, expr, available: set, first: int, written: set) -> bool:
-        """Whether ``expr`` is arithmetic and element reads of variables that hold their forward values."""
+        """Whether ``expr`` is arithmetic on scalars and reads of arrays by basic indexing, every variable
+        holding its forward value (``available``, or bound before the loop at ``first``) and no array in
+        ``written``."""
+        bases = {id(n.value) for n in gast.walk(expr) if isinstance(n, gast.Subscript)}
         for node in gast.walk(expr):
-            if isinstance(node, gast.Subscript):
-                if not (isinstance(node.value, gast.Name) and self.is_array(node.value.id)
-                        and node.value.id not in written
-                        and (node.value.id in available or self._before(node.value.id, first))):
+            if isinstance(node, gast.Name):
+                kind_ok = self.is_array(node.id) and node.id not in written if id(node) in bases \
+                    else self.is_scalar(node.id)
+                if not (kind_ok and (node.id in available or self._before(node.id, first))):
                     return False
-                index = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
-                bounds = [b for i in index if isinstance(i, gast.Slice) for b in (i.lower, i.upper, i.step)]
-                if not all(isinstance(i, (gast.Name, gast.Constant, gast.Slice)) for i in index) \
+            elif isinstance(node, gast.Subscript):
+                bounds = [b for i in index_parts(node.slice) if isinstance(i, gast.Slice)
+                          for b in (i.lower, i.upper, i.step)]
+                if not isinstance(node.value, gast.Name) or not all(
+                        isinstance(i, (gast.Name, gast.Constant, gast.Slice)) for i in index_parts(node.slice)) \
                         or not all(b is None or isinstance(b, (gast.Name, gast.Constant)) for b in bounds):
                     return False
-            elif isinstance(node, gast.Name):
-                if node.id in available or self._before(node.id, first) and self.is_scalar(node.id):
-                    continue
-                if not self.is_scalar(node.id):
-                    continue  # an array: read as a subscript base, checked there (else the node kinds fail)
-                return False
             elif not isinstance(node, (gast.Constant, gast.Tuple, gast.Slice, *_ARITHMETIC)):
                 return False
-        return not any(isinstance(n, gast.Name) and not self.is_scalar(n.id) and not _subscript_base(expr, n)
-                       for n in gast.walk(expr))
+        return True
 
     def _before(self, var: str, first: int) -> bool:
         """Whether ``var`` is bound once (or is a parameter) before the statement at ``first``."""
@@ -161,6 +160,3 @@ def _view(expr) -> bool:
     """Whether ``expr`` is a view of an array by basic indexing (``x[i]``, ``x[i, 1:n]``): no copy."""
     return isinstance(expr, gast.Subscript) and isinstance(expr.value, gast.Name)
 
-
-def _subscript_base(expr, node) -> bool:
-    return any(isinstance(n, gast.Subscript) and n.value is node for n in gast.walk(expr))

@@ -35,6 +35,7 @@ import gast
 import numpy as np
 
 from ..analysis.fixed_shapes import analyse, evaluate, fill_of, parameters, shaped_like
+from ..analysis.indexing import index_parts
 from ..astutil import attr_chain, name, stmt, to_source
 from ..rules import lookup_spelling
 
@@ -263,6 +264,6 @@ class _ForDevice(gast.NodeTransformer):
 def _simple(expr: gast.expr) -> bool:
     """Whether ``expr`` may be written twice: a variable, a constant, or an element of a variable."""
     if isinstance(expr, gast.Subscript):
-        index = expr.slice.elts if isinstance(expr.slice, gast.Tuple) else [expr.slice]
+        index = index_parts(expr.slice)
         return isinstance(expr.value, gast.Name) and all(isinstance(i, (gast.Name, gast.Constant)) for i in index)
     return isinstance(expr, (gast.Name, gast.Constant))

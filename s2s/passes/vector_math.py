@@ -34,6 +34,7 @@ import re
 import gast
 from numba.core import types
 
+from ..analysis.indexing import index_parts
 from ..astutil import attr_chain, dotted
 from ..rules import lookup_spelling
 
@@ -92,7 +93,7 @@ class _Calls(gast.NodeTransformer):
         if not (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)):
             return False
         array = self.types.get(node.value.id)
-        parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+        parts = index_parts(node.slice)
         integers = all(isinstance(p, gast.Constant) and type(p.value) is int
                        or isinstance(p, gast.Name) and isinstance(self.types.get(p.id), types.Integer)
                        for p in parts)
