@@ -188,12 +188,14 @@ class Builder:
                                    inplace=self.transform == "jit")
             node = copy.deepcopy(f.node)  # `s = 0` before `s = s + 2.0` is `s = 0.0`: Numba types it once
             node.body = typer.primal_body(f)
+            node.s2s_types = typer.single_typemap(f)
             primals.append(pipeline.run("primal", node, ctx))
         functions = primals + [g for g in generator.functions if g.name in needed]
-        if self.vector_math:
-            ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed), types=typed.typemap)
-            functions = [pipeline.run("finish", f, ctx) for f in functions]
         indexes = any(_may_be_out_of_bounds(n) for f in program.functions.values() for n in gast.walk(f.node))
+        if self.target != "python":
+            ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed), types=typed.typemap,
+                                   vector_math=self.vector_math, check_bounds=indexes)
+            functions = [pipeline.run("finish", f, ctx) for f in functions]
         sig = ", ".join(str(t) for t in arg_types)
         header = (f"s2s {__version__}: {self.transform} of {root.src.name}"
                   f" (argnums={self.argnums[0] if self.single else self.argnums})\n\n"
@@ -206,7 +208,8 @@ class Builder:
         # Numba's cache of recursive functions does not load back reliably (crashes): compile those each time
         cache = cache and not typer.recursive
         with section("codegen"):
-            text, line_map = module_source(functions, header, decorator(self.target, indexes, cache))
+            text, line_map = module_source(functions, header, lambda f: decorator(
+                self.target, indexes and getattr(f, "s2s_boundscheck", True), cache))
         constants = dict(program.constants)
         for key, transformed in program.transformed.items():
             constants[key] = call_stub(transformed)
@@ -342,9 +345,9 @@ class _Generator:
     def root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool) -> str:
         """``f_grad(params)``, ``f_value_and_grad(params)`` or ``f_vjp(params, ct)``: both sweeps in one function."""
         fn = typed.function
-        inputs, body = self._reverse_body(typed, transform, argnums, has_aux, single, False)[:2]
+        inputs, body, _, namer = self._reverse_body(typed, transform, argnums, has_aux, single, False)[:4]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
-        self.functions.append(self._function(entry, inputs, body, fn))
+        self.functions.append(self._function(entry, inputs, body, fn, self._generated_types(typed, namer)))
         return entry
 
     def _reverse_body(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool, split_sweeps: bool):
@@ -409,9 +412,9 @@ class _Generator:
         fwd, bwd, tape = parts
         tape_name = Namer(set(namer.taken) | set(tape) | {seed}).fresh("_tape")
         forward, adjoint = (self.program.namer.fresh(f"{fn.name}_vjp_{part}") for part in ("fwd", "bwd"))
-        self.functions.append(self._function(forward, fn.params, fwd, fn))
+        self.functions.append(self._function(forward, fn.params, fwd, fn, types_))
         self.functions.append(self._function(adjoint, fn.params + [tape_name, seed],
-                                             split.unpack(tape, tape_name) + bwd, fn))
+                                             split.unpack(tape, tape_name) + bwd, fn, types_))
         return forward, adjoint
 
     def _generated_types(self, typed: Typed, namer, vector: bool = False) -> dict:
@@ -500,7 +503,8 @@ class _Generator:
             return call("np.zeros_like", name(param))
         return const(0.0)
 
-    def _function(self, fn_name: str, params, body, like: Function) -> gast.FunctionDef:
+    def _function(self, fn_name: str, params, body, like: Function, types_: dict | None = None) -> gast.FunctionDef:
+        """A generated function; ``types_`` (its variables' Numba types) lets the bounds pass check its indexes."""
         args = gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
                                     for p in params],
                               posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
@@ -508,6 +512,7 @@ class _Generator:
         node = gast.FunctionDef(name=fn_name, args=args, body=body, decorator_list=[], returns=None,
                                 type_comment=None, type_params=[])
         node.lineno = like.node.lineno
+        node.s2s_types = types_
         return node
 
     # ------------------------------------------------------------- callees
@@ -646,8 +651,8 @@ class _Generator:
         result = gast.Tuple(elts=grads, ctx=gast.Load())
         body = self._entry_copies(callee, activity) + preamble + fwd + rev + [gast.Return(value=result)]
         ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed, namer), scalar_tapes=scalar_tapes)
-        self.functions.append(pipeline.run("callee vjp", self._function(vjp_name, params + [seed_name], body, callee),
-                                           ctx))
+        function = self._function(vjp_name, params + [seed_name], body, callee, self._generated_types(typed, namer))
+        self.functions.append(pipeline.run("callee vjp", function, ctx))
 
     # ----------------------------------------------------------- forward mode
     def forward_root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool) -> str:
@@ -711,9 +716,10 @@ class _Generator:
         body = copies + pre + body + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
         inputs = params + ([namer.tangent(p) for p in active_params] if transform != "jacfwd" else [])
+        types_ = self._generated_types(typed, namer, vector)
         ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed),
-                               types=self._generated_types(typed, namer, vector) if self.fuse_loops else None)
-        self.functions.append(pipeline.run("forward", self._function(entry, inputs, body, fn), ctx))
+                               types=types_ if self.fuse_loops else None)
+        self.functions.append(pipeline.run("forward", self._function(entry, inputs, body, fn, types_), ctx))
         return entry
 
     def jvp_of_call(self, value: gast.Call, typed: Typed, activity: Activity, vector: bool = False):
@@ -753,9 +759,10 @@ class _Generator:
                 body, ret = ft.build()
             body = body + [gast.Return(value=gast.Tuple(elts=[copy.deepcopy(ret), ft.output(ret)], ctx=gast.Load()))]
             inputs = params + [namer.tangent(p) for p in active]
-            types_ = self._generated_types(typed_callee, namer, vector) if self.fuse_loops else None
-            ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed_callee), types=types_)
-            self.functions.append(pipeline.run("forward", self._function(jvp_name, inputs, body, callee), ctx))
+            types_ = self._generated_types(typed_callee, namer, vector)
+            ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed_callee),
+                                   types=types_ if self.fuse_loops else None)
+            self.functions.append(pipeline.run("forward", self._function(jvp_name, inputs, body, callee, types_), ctx))
         return self._jvps[key], active_args
 
     def _custom_jvp(self, jvp_name: str, callee: Function, custom, arg_types, mask, vector: bool) -> None:

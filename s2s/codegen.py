@@ -15,6 +15,7 @@ generated function:
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 import gast
 
@@ -27,11 +28,13 @@ _OPTIONAL = ("math", "operator")  # imported only where the functions use them (
                                   # the CUDA backend append code that uses them)
 
 
-def module_source(functions: list[gast.FunctionDef], header: str, decorator: str | None = None,
+def module_source(functions: list[gast.FunctionDef], header: str,
+                  decorator: str | Callable[[gast.FunctionDef], str | None] | None = None,
                   preamble: str = "") -> tuple[str, dict[int, int]]:
     """The module text and a map from its line numbers to the user's line numbers.
 
-    ``decorator`` (say ``numba.njit(cache=False)``) is put on every function;
+    ``decorator`` (say ``numba.njit(cache=False)``, or a function of the
+    function giving it) is put on every function;
     ``preamble`` goes after the imports (module constants).
     """
     used = {n.id for fn in functions for n in gast.walk(fn) if isinstance(n, gast.Name)}
@@ -43,8 +46,9 @@ def module_source(functions: list[gast.FunctionDef], header: str, decorator: str
     trees = []
     for fn in functions:
         tree = gast.gast_to_ast(fn)
-        if decorator:
-            tree.decorator_list = [ast.parse(decorator, mode="eval").body]
+        line = decorator(fn) if callable(decorator) else decorator
+        if line:
+            tree.decorator_list = [ast.parse(line, mode="eval").body]
         trees.append(tree)
         parts.append("\n" + ast_source(tree))
     text = "\n".join(parts)

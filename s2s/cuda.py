@@ -52,11 +52,11 @@ import warnings
 
 import gast
 import numpy as np
-from numba.core import compiler, errors, ir, typed_passes, types
+from numba.core import errors, ir, typed_passes, types
 from numba.core.ir_utils import find_callname, guard
 from numba.core.registry import cpu_target
 
-from .analysis.types import typeof_value
+from .analysis.types import frontend, typeof_value
 from .backend import load
 from .batching import extend, functions_of, into_call, loop_parts, template
 from .codegen import IMPORTS
@@ -232,7 +232,7 @@ class _KernelRules:
         if self.reached.get(name) == arg_types:
             return
         self.reached[name] = arg_types
-        func_ir = compiler.run_frontend(self.namespace[name].py_func)
+        func_ir = frontend(self.namespace[name].py_func)
         typingctx, targetctx = cpu_target.typing_context, cpu_target.target_context
         typingctx.refresh()
         targetctx.refresh()
@@ -281,6 +281,8 @@ class _KernelRules:
             raise self.error(f"{what} (tapes of recorded arrays are lists)", line)
 
     def _check_call(self, callee, expr, typed, result, line: int, local: bool) -> None:
+        if isinstance(typed.typemap[expr.func.name], types.ExceptionClass):
+            return  # a written index check's exception: the kernel stage leaves the checks out
         name, where = callee if callee else (None, None)
         array_out = isinstance(result, types.Array)
         if local and array_out and where in ("numpy", "s2s_runtime"):

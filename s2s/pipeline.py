@@ -14,7 +14,7 @@ the source after every pass of every stage::
     reverse     simplify → fuse → tapes                        (a grad, vjp or jacrev entry)
     callee vjp  simplify → tapes                               (the vjp of a called function)
     forward     simplify → fuse (with broadcast rows)          (a jvp or jacfwd entry, a callee's jvp)
-    finish      vector math                                    (every function of a compiled module)
+    finish      vector math → bounds                           (every function of a compiled module)
     then s2s.vmap batches a compiled entry (s2s.batching parses its module back into gast):
     batch       decide shape tests → into variant              (the per-example entry of a vmap)
     kernel      device function → device spellings            (each function a CUDA kernel reaches)
@@ -37,6 +37,7 @@ from .clock import section
 from .naming import Namer
 from .passes import (
     anf,
+    bounds,
     comprehensions,
     control_flow,
     device,
@@ -82,6 +83,8 @@ class Context:
     The kernel stage: ``cuda_name``, ``local_arrays`` (generated line → the
     fixed-size local array replacing its allocation) and ``error``
     (``(construct, line, hint)`` → a located ``UnsupportedError``).
+    The finish stage: ``vector_math`` (use the runtime's vector kernels) and
+    ``check_bounds`` (the user's code indexes elements: write the checks).
     """
 
     namer: Namer | None
@@ -104,6 +107,8 @@ class Context:
     cuda_name: str = "cuda"
     local_arrays: dict = field(default_factory=dict)
     error: Callable | None = None
+    vector_math: bool = False
+    check_bounds: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,7 +233,9 @@ STAGES: dict[str, list[Pass]] = {
     "reverse": [_SIMPLIFY, _FUSE, _TAPES],
     "callee vjp": [_SIMPLIFY, _TAPES],
     "forward": [_SIMPLIFY, _FUSE_BROADCAST],
-    "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types))],
+    "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
+                    if ctx.vector_math else fn),
+               Pass("bounds", lambda fn, ctx: bounds.check_bounds(fn) if ctx.check_bounds else fn)],
     "batch": [Pass("decide shape tests", into.decide_shape_tests), Pass("into variant", into.into_variant)],
     "kernel": [Pass("device function", device.device_function), Pass("device spellings", device.device_spellings)],
 }

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 import gast
 import numba
-from numba.core import compiler, errors, typed_passes, types
+from numba.core import compiler, errors, ir, typed_passes, types
 from numba.core.extending import overload
 from numba.core.registry import cpu_target
+from numba.core.rewrites.static_raise import RewriteConstRaises
 
 from ..astutil import names_written, walk_stmts
 from ..clock import section
@@ -40,6 +41,17 @@ from ..ir import Function, Program
 from ..passes import rename
 
 __all__ = ["Typer", "Typed", "typeof_value"]
+
+
+def frontend(py_func) -> ir.FunctionIR:
+    """Numba's IR of ``py_func``, ready for type inference alone: ``raise E("constant")`` (the index checks of
+    generated code) made the static raise Numba's full pipeline makes of it."""
+    func_ir = compiler.run_frontend(py_func)
+    raises = RewriteConstRaises(None)
+    for label, block in list(func_ir.blocks.items()):
+        if raises.match(func_ir, block, None, None):
+            func_ir.blocks[label] = raises.apply()
+    return func_ir
 
 
 def typeof_value(value) -> types.Type:
@@ -206,7 +218,7 @@ class Typer:
             result = dispatcher.overloads[arg_types].type_annotation
             return_type = dispatcher.overloads[arg_types].signature.return_type
         else:
-            interp = compiler.run_frontend(dispatcher.py_func)
+            interp = frontend(dispatcher.py_func)
             result = typed_passes.type_inference_stage(typingctx, targetctx, interp, arg_types, None)
             return_type = result.return_type
         typemap: dict = {}
@@ -234,6 +246,11 @@ class Typer:
     def primal_body(self, fn: Function) -> list:
         """``fn``'s body for generated code: as :meth:`Typed.body_copy`, over every signature typed so far."""
         return _float_constants(fn, [t for (name_, _), t in self._memo.items() if name_ == fn.name])
+
+    def single_typemap(self, fn: Function) -> dict | None:
+        """The variable types of ``fn`` where it was typed for one tuple of argument types only, else None."""
+        found = [t for (name_, _), t in self._memo.items() if name_ == fn.name]
+        return found[0].typemap if len(found) == 1 else None
 
     def type_callees(self, typed: Typed) -> None:
         """Type the program's functions that ``typed``'s function calls, with the argument types of each call,

@@ -7,7 +7,8 @@ Two passes, run on every function of the module the kernel reaches:
   :func:`local_arrays` and typed by the kernel's checks) allocated as
   ``cuda.local.array(shape, dtype)`` and filled as the allocation it
   replaces filled it; a tape's ``rt.reserve`` that the local array already
-  sizes is dropped.
+  sizes is dropped, and so are the index checks the bounds pass wrote (a
+  kernel cannot raise; Numba's CUDA target checks no index either).
 - :func:`device_spellings`: scalar NumPy calls spelled as numba.cuda
   compiles them (``np.exp(x)`` → ``math.exp(x)``), by each rule's ``device``
   spelling; ``min``/``max`` of two values as conditionals (an argument that
@@ -38,6 +39,7 @@ from ..analysis.fixed_shapes import analyse, evaluate, fill_of, parameters, shap
 from ..analysis.indexing import index_parts
 from ..astutil import attr_chain, name, stmt, to_source
 from ..rules import lookup_spelling
+from .bounds import without_checks
 
 __all__ = ["local_arrays", "device_function", "device_spellings"]
 
@@ -148,6 +150,7 @@ def device_function(fn: gast.FunctionDef, ctx) -> gast.FunctionDef:
     """``fn`` decorated as a device function of ``ctx.cuda_name``, its local arrays made fixed-size."""
     cuda_name = ctx.cuda_name
     fn.decorator_list = [gast.parse(f"{cuda_name}.jit(device=True)").body[0].value]
+    fn.body = without_checks(fn.body)
     taken = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
     j = next(name for name in ("_j", *(f"_j{k}" for k in range(2, 100))) if name not in taken)
     body = []

@@ -56,6 +56,7 @@ from ..analysis.shapes import Shapes
 from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..naming import Namer
 from ..rules import lookup_spelling
+from .bounds import in_bounds
 from .simplify import pure, simplify
 
 __all__ = ["fuse", "Namer"]
@@ -324,7 +325,8 @@ class _Fuser:
                     body.append(assign(elem(var), gast.IfExp(test=unit, body=const(1.0), orelse=const(0.0))))
                     return
                 at = inner if var in rows else index
-                body.append(assign(elem(var), gast.Subscript(value=name(flat[var]), slice=name(at), ctx=gast.Load())))
+                body.append(assign(elem(var), in_bounds(gast.Subscript(value=name(flat[var]), slice=name(at),
+                                                                     ctx=gast.Load()))))
 
         class _Scalarize(gast.NodeTransformer):
             def visit_Name(inner, node):  # noqa: N805
@@ -387,8 +389,8 @@ class _Fuser:
             flat[jac] = self.namer.fresh(f"_{jac}")
             at = gast.BinOp(left=gast.BinOp(left=name(inner), op=gast.Mult(), right=_attr(x, "size")),
                             op=gast.Add(), right=name(outer))
-            after.append(gast.Assign(targets=[gast.Subscript(value=name(flat[jac]), slice=at, ctx=gast.Store())],
-                                     value=name(elem(outputs[0])), type_comment=None))
+            slot = in_bounds(gast.Subscript(value=name(flat[jac]), slice=at, ctx=gast.Store()))
+            after.append(gast.Assign(targets=[slot], value=name(elem(outputs[0])), type_comment=None))
             orelse.append(assign(jac, copy.deepcopy(use)))
             _replace(rest, use, name(jac))
         else:
@@ -402,7 +404,7 @@ class _Fuser:
                     dtype = self.types[v].dtype
                     before.append(assign(buffer, call("np.empty", copy.deepcopy(shape), dotted(f"np.{dtype}"))))
                     flat[buffer] = self.namer.fresh(f"_{buffer}")
-                target = gast.Subscript(value=name(flat[buffer]), slice=name(index), ctx=gast.Store())
+                target = in_bounds(gast.Subscript(value=name(flat[buffer]), slice=name(index), ctx=gast.Store()))
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
         views = [assign(flat[v], call("rt.flat", name(v))) for v in flat]
         live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())

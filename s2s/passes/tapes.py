@@ -38,6 +38,7 @@ import copy
 import gast
 
 from ..astutil import assign, call, const, dotted, name
+from .bounds import in_bounds
 
 __all__ = ["lower"]
 
@@ -88,15 +89,15 @@ def _lower(stmts, tapes, covered: frozenset) -> list:
             top = tapes[push][0]
             if push not in covered:
                 out.append(_reserve(push, top, const(1)))
-            target = gast.Subscript(value=name(push), slice=name(top), ctx=gast.Store())
+            target = in_bounds(gast.Subscript(value=name(push), slice=name(top), ctx=gast.Store()))
             out.append(gast.Assign(targets=[target], value=s.value.args[0], type_comment=None))
             out.append(gast.AugAssign(target=name(top, store=True), op=gast.Add(), value=const(1)))
             continue
         if pop in tapes:
             top = tapes[pop][0]
             out.append(gast.AugAssign(target=name(top, store=True), op=gast.Sub(), value=const(1)))
-            out.append(gast.Assign(targets=s.targets, value=gast.Subscript(value=name(pop), slice=name(top),
-                                                                           ctx=gast.Load()), type_comment=None))
+            slot = in_bounds(gast.Subscript(value=name(pop), slice=name(top), ctx=gast.Load()))
+            out.append(gast.Assign(targets=s.targets, value=slot, type_comment=None))
             continue
         if isinstance(s, gast.For) and hasattr(s, "s2s_reserve"):
             args = s.iter.args
