@@ -167,3 +167,44 @@ def test_the_function_body_checks_an_array_once_where_it_is_bound_and_never_abov
     short = X[:2].copy()
     np.testing.assert_allclose(s2s.grad(early)(short), 2.0 * short, rtol=1e-12)  # no check of x[2] for it
     np.testing.assert_allclose(s2s.grad(early)(X[:4]), [X[2], 0.0, X[0], 0.0], rtol=1e-12)
+
+
+def _pass(source: str, **kinds):
+    """The bounds pass on ``source`` (one function), its names typed by ``kinds`` ("array" or "int")."""
+    import gast
+    from numba.core import types
+
+    from s2s.astutil import to_source
+    from s2s.passes.bounds import check_bounds
+
+    fn = gast.parse(source).body[0]
+    fn.s2s_types = {v: types.float64[:] if k == "array" else types.int64 for v, k in kinds.items()}
+    fn = check_bounds(fn)
+    return to_source(fn), fn.s2s_boundscheck
+
+
+def test_the_pass_leaves_numba_s_checks_where_its_own_could_fire_on_an_access_never_made():
+    one_branch = "def f(x, k, n):\n    return x[k] if k < n else 0.0\n"
+    assert _pass(one_branch, x="array", k="int", n="int")[1] is True
+    second_operand = "def f(x, k, n):\n    return k < n and x[k] > 0.0\n"
+    assert _pass(second_operand, x="array", k="int", n="int")[1] is True
+    while_test = "def f(x, k):\n    while x[k] > 0.0:\n        k += 1\n    return k\n"
+    assert _pass(while_test, x="array", k="int")[1] is True
+    breaks = "def f(x, n):\n    s = 0.0\n    for i in range(n):\n        if s > 1.0:\n            break\n" \
+             "        s += x[i]\n    return s\n"
+    source, numba_checks = _pass(breaks, x="array", n="int", i="int")
+    assert numba_checks is False
+    lines = [line.strip() for line in source.splitlines()]
+    assert lines.index("s += x[i]") - 2 == lines.index("if i >= x.shape[0] or i < -x.shape[0]:")
+
+
+def test_the_pass_hoists_the_extremes_of_a_loop_s_indexes_and_skips_a_tuple_index():
+    source, numba_checks = _pass(
+        "def f(x, t, n):\n    s = 0.0\n    for i in range(2, n):\n        s += x[i - 2] * x[i] * x[i - 1] + t[i]\n"
+        "    return s\n", x="array", n="int", i="int")
+    assert numba_checks is True  # `t` has no type: Numba checks it, and so every access of the function
+    source, numba_checks = _pass(
+        "def f(x, n):\n    s = 0.0\n    for i in range(2, n):\n        s += x[i - 2] * x[i] * x[i - 1]\n"
+        "    return s\n", x="array", n="int", i="int")
+    assert numba_checks is False
+    assert "if n > 2 and n - 1 >= x.shape[0]:" in source  # i - 2 >= 0 always; the largest index is n - 1

@@ -425,7 +425,7 @@ class _Checks:
             own, conditional = [], [n for f in ("test", "value", "iter") if (n := getattr(s, f, None)) is not None]
         found = []
         for root in own:
-            for node in _unconditional(root) if root is not None else []:
+            for node in _unconditional(root, self._needs_check) if root is not None else []:
                 if isinstance(node, gast.Subscript) and self._needs_check(node):
                     found.append(node)
         for root in conditional:
@@ -495,24 +495,22 @@ def _record(checks: dict, array: str, axis: int, low: _Linear, high: _Linear) ->
             checks[key] = (bound, extent)
 
 
-def _unconditional(node):
+def _unconditional(node, checked):
     """The nodes of ``node`` that are evaluated whenever it is (not one branch of ``a if c else b``, nor an
-    operand of ``and``/``or`` after the first); a subscript in such a branch raises :class:`_Unhandled`."""
+    operand of ``and``/``or`` after the first); a subscript in such a branch that ``checked`` says needs a
+    check raises :class:`_Unhandled`."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
-        if isinstance(n, gast.IfExp):
-            stack.append(n.test)
-            if any(isinstance(m, gast.Subscript) for b in (n.body, n.orelse) for m in gast.walk(b)):
-                raise _Unhandled
+        branches = [n.body, n.orelse] if isinstance(n, gast.IfExp) else n.values[1:] \
+            if isinstance(n, gast.BoolOp) else None
+        if branches is None:
+            stack.extend(reversed(list(gast.iter_child_nodes(n))))
             continue
-        if isinstance(n, gast.BoolOp):
-            stack.append(n.values[0])
-            if any(isinstance(m, gast.Subscript) for b in n.values[1:] for m in gast.walk(b)):
-                raise _Unhandled
-            continue
-        stack.extend(reversed(list(gast.iter_child_nodes(n))))
+        stack.append(n.test if isinstance(n, gast.IfExp) else n.values[0])
+        if any(isinstance(m, gast.Subscript) and checked(m) for b in branches for m in gast.walk(b)):
+            raise _Unhandled
 
 
 def _compare(bound: _Linear, side: str, extent: gast.expr) -> gast.expr | None:
