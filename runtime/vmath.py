@@ -102,6 +102,20 @@ def _fma(typingctx, a, b, c):
     return types.float64(types.float64, types.float64, types.float64), codegen
 
 
+@intrinsic
+def _muladd(typingctx, a, b, c):
+    """``a * b + c``, fused into one instruction where the CPU has FMA, else a product and a sum
+    (``llvm.fmuladd``: never a libm call, so a loop of it vectorises on every CPU)."""
+    if not (a == b == c == types.float64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        double = ir.DoubleType()
+        muladd = builder.module.declare_intrinsic("llvm.fmuladd", [double], ir.FunctionType(double, [double] * 3))
+        return builder.call(muladd, args)
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
 def _masked_variant(name: str, lanes: int) -> str:
     """LLVM IR of ``<name>_v<lanes>(x, mask)``: ``name`` on the lanes whose mask bit is set, nothing if none is."""
     vector, mask = f"<{lanes} x double>", f"<{lanes} x i1>"
@@ -207,12 +221,21 @@ _EXP = tuple(1.0 / math.factorial(k) for k in range(2, 14))  # 1/2! ... 1/13!
 
 
 def _polynomial(name: str, coefficients: tuple):
-    """A jitted ``c[0] + z (c[1] + z (c[2] + ...))`` with the coefficients as literals (small IR, fast to compile)."""
-    text = "0.0"
-    for c in reversed(coefficients):
-        text = f"{c!r} + z * ({text})" if text != "0.0" else repr(c)
-    namespace: dict = {}
-    exec(f"def {name}(z):\n    return {text}\n", namespace)
+    """A jitted ``c[0] + z c[1] + z**2 c[2] + ...`` with the coefficients as literals (small IR, fast to compile),
+    by Estrin's scheme: pairs ``c[2k] + z c[2k+1]`` first, then pairs of those with ``z**2``, ``z**4``, ...: a
+    chain of about log2(n) multiply-adds instead of n, so a vector loop is not held up by one long chain."""
+    lines, terms, power, level = [], [repr(c) for c in coefficients], "z", 0
+    while len(terms) > 1:
+        paired = [f"_muladd({power}, {terms[k + 1]}, {terms[k]})" if k + 1 < len(terms) else terms[k]
+                  for k in range(0, len(terms), 2)]
+        lines += [f"    t{level}_{k} = {t}" for k, t in enumerate(paired)]
+        terms = [f"t{level}_{k}" for k in range(len(paired))]
+        if len(terms) > 1:
+            lines.append(f"    z{level} = {power} * {power}")
+            power = f"z{level}"
+        level += 1
+    namespace: dict = {"_muladd": _muladd}
+    exec(f"def {name}(z):\n" + "\n".join(lines) + f"\n    return {terms[0]}\n", namespace)
     return register_jitable(namespace[name])
 
 
