@@ -109,6 +109,13 @@ def gathers(x, y, n):
     return np.sum(x[idx] * y[:n])
 
 
+@pytest.mark.parametrize("f", [differences, backwards, wraps], ids=lambda f: f.__name__)
+def test_no_check_is_left_in_a_loop_over_a_range_forward_or_backward(f):
+    source = s2s.source(s2s.grad(f, argnums=(0, 1)), X, Y, 9)
+    raises = [line for line in source.splitlines() if "raise IndexError" in line]
+    assert raises and all(line.startswith(" " * 8 + "raise") for line in raises)  # in a check of the body
+
+
 def test_a_check_in_one_branch_stays_in_it_and_an_array_index_is_left_to_numba():
     source = s2s.source(s2s.grad(chooses), X, Y, 9)
     assert "boundscheck" not in source

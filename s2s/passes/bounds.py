@@ -264,9 +264,12 @@ def _integer(node, kinds: dict, env: _Loop | None):
 
 
 def _range_args(loop: gast.For):
-    """(start, stop, step) of ``for v in range(...)`` with a constant step, or None."""
+    """(start, stop, step) of ``for v in range(...)`` with a constant step, or of ``rt.reversed_range(start, stop,
+    step)`` (the same values, last first: the adjoint sweep's loop), else None."""
     it = loop.iter
-    if not (isinstance(it, gast.Call) and _dotted(it.func) == "range" and not it.keywords and 1 <= len(it.args) <= 3):
+    if not (isinstance(it, gast.Call) and not it.keywords and (
+            _dotted(it.func) == "range" and 1 <= len(it.args) <= 3
+            or _dotted(it.func) == "rt.reversed_range" and len(it.args) == 3)):
         return None
     args = list(it.args)
     start, stop = (const(0), args[0]) if len(args) == 1 else (args[0], args[1])
