@@ -62,7 +62,7 @@ import gast
 from numba.core import types
 
 from ..analysis.indexing import index_parts
-from ..astutil import const, name, names_read, to_source
+from ..astutil import const, name, names_read
 from ..rules import lookup_spelling
 
 __all__ = ["check_bounds", "in_bounds", "without_checks", "IN_BOUNDS"]
@@ -87,12 +87,13 @@ def check_bounds(fn: gast.FunctionDef) -> gast.FunctionDef:
     if kinds is None:
         fn.s2s_boundscheck = any(_element_parts(s) for s in gast.walk(fn) if isinstance(s, gast.Subscript))
         return fn
+    checks = _Checks(kinds)
     try:
-        body = _Checks(kinds).block(copy.deepcopy(fn.body), None, top=True)
+        checks.validate(fn)
     except _Unhandled:
         fn.s2s_boundscheck = True
         return fn
-    fn.body = _unrepeated(body)
+    fn.body = _unrepeated(checks.block(fn.body, None, top=True))
     fn.s2s_boundscheck = False
     return fn
 
@@ -104,11 +105,11 @@ def _unrepeated(body: list) -> list:
     out = []
     for s in body:
         if _is_check(s):
-            test = to_source(s.test).strip()
+            test = gast.dump(s.test)
             if test in made:
                 continue
             made[test] = names_read(s.test)
-        else:
+        elif made:
             bound = set(_bindings([s]))
             made = {t: names for t, names in made.items() if not names & bound}
         out.append(s)
@@ -253,13 +254,13 @@ def _integer(node, kinds: dict, env: _Loop | None):
                 return left.times(right.constant) if not right.terms else right.times(left.constant)
         return _INT if isinstance(node.op, (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)) else None
     if isinstance(node, gast.Attribute) and node.attr in ("size", "ndim") and kinds.get(_dotted(node.value)) == "array":
-        return _Linear({to_source(node).strip(): [1, copy.deepcopy(node)]})
+        return _Linear({_dotted(node): [1, copy.deepcopy(node)]})
     if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Attribute) and node.value.attr == "shape" \
             and isinstance(node.slice, gast.Constant) and kinds.get(_dotted(node.value.value)) == "array":
-        return _Linear({to_source(node).strip(): [1, copy.deepcopy(node)]})
+        return _Linear({f"{_dotted(node.value)}[{node.slice.value}]": [1, copy.deepcopy(node)]})
     if isinstance(node, gast.Call) and _dotted(node.func) == "len" and len(node.args) == 1 \
             and isinstance(node.args[0], gast.Name) and node.args[0].id in kinds:
-        return _Linear({to_source(node).strip(): [1, copy.deepcopy(node)]})
+        return _Linear({f"len({node.args[0].id})": [1, copy.deepcopy(node)]})
     return None
 
 
@@ -334,6 +335,16 @@ def _element_parts(node: gast.Subscript) -> list:
 class _Checks:
     def __init__(self, kinds: dict):
         self.kinds = kinds
+        self.found: dict[int, list] = {}  # id of a statement -> its element subscripts (found by validate)
+
+    def validate(self, fn: gast.FunctionDef) -> None:
+        """Raise :class:`_Unhandled` where an access's check cannot be written (before anything changes)."""
+        for s in gast.walk(fn):
+            if isinstance(s, gast.stmt) and not isinstance(s, gast.FunctionDef):
+                self.found[id(s)] = self._accesses(s)
+                for node in self.found[id(s)]:
+                    if any(_integer(part, self.kinds, None) is None for _, part in _element_parts(node)):
+                        raise _Unhandled  # an array or a boolean index: Numba checks it
 
     def block(self, stmts: list, loop: _Loop | None, top: bool = False) -> list:
         """``stmts`` with their checks: hoisted into ``loop`` (the block is that loop's body), up to where the
@@ -345,7 +356,7 @@ class _Checks:
         for s in stmts:
             here = []
             diverts = _diverts([s])
-            for node in self._accesses(s):
+            for node in self.found[id(s)]:
                 for axis, part in _element_parts(node):
                     at = None if not top or diverted else self._placement(node.value.id, part, bound_at)
                     if at is None:
@@ -559,8 +570,12 @@ def without_checks(stmts: list) -> list:
 
 
 def _is_check(s: gast.stmt) -> bool:
-    return isinstance(s, gast.If) and not s.orelse and len(s.body) == 1 and isinstance(s.body[0], gast.Raise) \
-        and to_source(s.body[0]).strip() == f"raise IndexError({_MESSAGE!r})"
+    """Whether ``s`` is ``if ...: raise IndexError('index is out of bounds')``, a check this pass wrote."""
+    if not (isinstance(s, gast.If) and not s.orelse and len(s.body) == 1 and isinstance(s.body[0], gast.Raise)):
+        return False
+    error = s.body[0].exc
+    return isinstance(error, gast.Call) and _dotted(error.func) == "IndexError" and len(error.args) == 1 \
+        and isinstance(error.args[0], gast.Constant) and error.args[0].value == _MESSAGE
 
 
 def _raise_if(condition: gast.expr) -> gast.If:
