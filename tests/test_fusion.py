@@ -226,3 +226,38 @@ def test_a_fused_rebinding_writes_a_new_array_not_the_old_ones_memory():
                                rtol=1e-7, atol=1e-9)
     source = s2s.grad(rebound_after_a_view).source(x)
     assert "y_new = np.empty(" in source and LOOP in source  # still fused
+
+
+def logsumexp(x):
+    a = np.max(x)
+    return np.log(np.sum(np.exp(x - a))) + a
+
+
+def test_a_sum_inside_an_expression_and_a_scalar_adjoint_sum_join_the_loops():
+    """The gradient of logsumexp: ``np.sum(t)`` inside ``1 / np.sum(t)`` ends the loop that computes ``t``,
+    ``a_adj = 1.0`` waits after that loop, and ``a_adj += rt.unbroadcast(-g, a)`` sums in the next one."""
+    x = np.random.default_rng(3).normal(size=50)
+    source = s2s.source(s2s.grad(logsumexp), x)
+    assert source.count("for _i") == 2 and "np.sum(" not in source and "rt.vm.sum(" not in source
+    assert "a_adj = rt.vm.reduce_add(a_adj, " in source
+    np.testing.assert_allclose(s2s.grad(logsumexp)(x), numerical_grad(logsumexp, (x,), 0), rtol=1e-6, atol=1e-9)
+
+
+def test_a_scalar_sum_does_not_join_a_run_that_reads_the_scalar():
+    import gast
+    from numba import types
+
+    from s2s.astutil import to_source
+    from s2s.naming import Namer
+    from s2s.passes.fuse import fuse
+
+    body = gast.parse("y = x * v\nw = y * 2.0\nv += np.sum(x * 2.0)\nz = w + v\nreturn z").body
+    arrays = {k: types.float64[::1] for k in ("x", "y", "w", "z")}
+    source = to_source(gast.Module(body=fuse(body, {**arrays, "v": types.float64}, Namer({*arrays, "v"})),
+                                   type_ignores=[]))
+    loops = source.split("for _i")
+    assert len(loops) == 3 and "reduce_add(v" not in loops[1]  # `y` reads the old `v`: not in y's loop
+    x = np.arange(4.0)
+    namespace = {"np": np, "rt": __import__("s2s_runtime")}
+    exec("def f(x, v):\n" + "\n".join("    " + line for line in source.splitlines()), namespace)
+    np.testing.assert_allclose(namespace["f"](x, 1.5), x * 1.5 * 2.0 + 1.5 + np.sum(x * 2.0))

@@ -23,6 +23,14 @@ arrays used after the run:
         s = rt.vm.reduce_add(s, 1.0 / (1.0 + t_i))
     return s
 
+A sum inside a larger expression (``1.0 / np.sum(t)``) is first bound to a
+scalar of its own, so that it ends the run that computes ``t``; a scalar
+sum into an existing variable (``v += np.sum(e)``, or the adjoint
+``v += rt.unbroadcast(e, v)`` of a scalar broadcast over an array) joins a
+run where no statement of the run reads ``v``; and ``v = <number>`` between
+two statements of a run moves after the loop, where the run neither reads
+nor binds ``v``.
+
 With several input arrays the loop runs only when they all have the same
 shape (``if b.shape == a.shape:``, checked at run time); otherwise the
 original statements run, so broadcasting stays right. Sums go through
@@ -162,6 +170,12 @@ class _Fuser:
                     and len(value.args) == 1 and not value.keywords:  # a sum over the run's whole shape
                 return self.elementwise(value.args[0], run) and self._reads_full(value.args[0], run)
             return False
+        if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name) and isinstance(s.op, gast.Add) \
+                and self.is_scalar(s.target.id):  # `v += np.sum(e)`, `v += rt.unbroadcast(e, v)`: v sums e
+            summed = self._summed(s.value)
+            read = {n.id for r in run.stmts for n in gast.walk(r) if isinstance(n, gast.Name)}
+            return summed is not None and s.target.id not in read and self.elementwise(summed, run) \
+                and self._reads_full(summed, run)
         if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name) \
                 and isinstance(s.op, (gast.Add, gast.Sub, gast.Mult)):
             target = s.target.id
@@ -169,6 +183,20 @@ class _Fuser:
             if self.array_ndim(target) == run.ndim and (layout == "C" or target in run.defined):
                 return self.elementwise(s.value, run)
         return False
+
+    def _summed(self, value):
+        """``e`` where ``value`` is the sum of all of ``e``'s elements (``np.sum(e)``, ``rt.unbroadcast(e, s)`` to
+        a scalar ``s``), else None."""
+        if not (isinstance(value, gast.Call) and not value.keywords):
+            return None
+        spelling = attr_chain(value.func) or ""
+        if spelling == "np.sum" and len(value.args) == 1:
+            return value.args[0]
+        if spelling == "rt.unbroadcast" and len(value.args) == 2 and (
+                isinstance(value.args[1], gast.Constant)
+                or isinstance(value.args[1], gast.Name) and self.is_scalar(value.args[1].id)):
+            return value.args[0]
+        return None
 
     def _reads_arrays(self, expr) -> bool:
         return any(isinstance(n, gast.Name) and self.array_ndim(n.id) is not None for n in gast.walk(expr))
@@ -223,19 +251,53 @@ class _Fuser:
         return first + later
 
     # ---------------------------------------------------------------- runs
+    def lift_sums(self, body: list) -> list:
+        """``body`` with each ``np.sum(a)`` of a float64 array inside a larger expression bound first to a
+        scalar (``_sum = np.sum(a)``): as a statement of its own it can join the run that computes ``a``."""
+        out = []
+        for s in body:
+            if isinstance(s, (gast.Assign, gast.AugAssign)) and isinstance(s.value, gast.AST):
+                s.value = self._lift(s.value, out, top=True)
+            out.append(s)
+        return out
+
+    def _lift(self, node, out: list, top: bool = False):
+        for field, value in gast.iter_fields(node):
+            if isinstance(value, gast.expr):
+                setattr(node, field, self._lift(value, out))
+            elif isinstance(value, list):
+                setattr(node, field, [self._lift(v, out) if isinstance(v, gast.expr) else v for v in value])
+        if top or not (isinstance(node, gast.Call) and attr_chain(node.func) == "np.sum" and len(node.args) == 1
+                       and not node.keywords and isinstance(node.args[0], gast.Name)
+                       and getattr(self.types.get(node.args[0].id), "dtype", None) == nbtypes.float64):
+            return node
+        total = self.namer.fresh("_sum")
+        self.types[total] = nbtypes.float64
+        out.append(assign(total, node))
+        return name(total)
+
     def block(self, body: list) -> list:
+        body = self.lift_sums(body)
         out, k = [], 0
         while k < len(body):
             self._drop_identities(body[k])
             ndim = self.run_ndim(body[k])
             run = _Run(ndim, self.broadcast) if ndim is not None else None
-            j = k
-            while run is not None and j < len(body) and self.fusable(body[j], run):
-                self._add(body[j], run)
+            j, deferred = k, []  # scalar constants the run's statements neither read nor bind: after the run
+            while run is not None and j < len(body):
+                moved = {d.targets[0].id for d in deferred}
+                if self.fusable(body[j], run) and not moved & {n.id for n in gast.walk(body[j])
+                                                               if isinstance(n, gast.Name)}:
+                    self._add(body[j], run)
+                elif run.stmts and _scalar_constant(body[j]) and body[j].targets[0].id not in {
+                        n.id for r in run.stmts for n in gast.walk(r) if isinstance(n, gast.Name)}:
+                    deferred.append(body[j])
+                else:
+                    break
                 j += 1
             if run is not None and self._worth(run):
-                out += self.emit(run, body[j:], out)
-                for s in run.stmts:
+                out += self.emit(run, body[j:], out) + deferred
+                for s in run.stmts + deferred:
                     self.shapes.step(s)
                 k = j
             else:
@@ -358,6 +420,9 @@ class _Fuser:
                     expr = _Scalarize().visit(copy.deepcopy(value))
                 body.append(assign(elem(target), expr))
                 element_assigned.add(target)
+            elif s.target.id in run.reductions:  # `v += <sum of e>`: v goes on summing e's elements
+                expr = _Scalarize().visit(copy.deepcopy(self._summed(s.value)))
+                body.append(assign(s.target.id, call("rt.vm.reduce_add", name(s.target.id), expr)))
             else:
                 target = s.target.id
                 expr = _Scalarize().visit(copy.deepcopy(s.value))
@@ -564,6 +629,13 @@ def _replace(statements: list, node, replacement) -> None:
 def _for(index: str, stop, body: list) -> gast.For:
     """``for index in range(stop): body``."""
     return gast.For(target=name(index, store=True), iter=call("range", stop), body=body, orelse=[], type_comment=None)
+
+
+def _scalar_constant(s) -> bool:
+    """Whether ``s`` is ``v = <number>``."""
+    return isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+        and isinstance(s.value, gast.Constant) and isinstance(s.value.value, (int, float)) \
+        and not isinstance(s.value.value, bool)
 
 
 def _ordered_targets(run: _Run) -> list[str]:
