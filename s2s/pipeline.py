@@ -192,13 +192,20 @@ NORMALISE = [
 
 # ------------------------------------------------------------------------------------------------ generating
 def numpy_inplace(fn: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    """``x op= e`` updates an array in place, as in NumPy (normalisation made it ``x = x op e``)."""
+    """``x op= e`` updates an array in place, as in NumPy (normalisation made it ``x = x op e``); a variable the
+    types say is a number is rebound as it is."""
     if ctx.inplace:
         for s in gast.walk(fn):
             if isinstance(s, gast.Assign) and getattr(s, "s2s_inplace", False) \
-                    and isinstance(s.targets[0], gast.Name):
+                    and isinstance(s.targets[0], gast.Name) and not _is_number(ctx.types, s.targets[0].id):
                 s.value = call("rt.assign_into", name(s.targets[0].id), s.value)
     return fn
+
+
+def _is_number(typemap: dict | None, variable: str) -> bool:
+    from numba.core import types
+
+    return typemap is not None and isinstance(typemap.get(variable), (types.Number, types.Boolean))
 
 
 def fuse_primal(body: list, ctx: Context) -> list:

@@ -104,7 +104,7 @@ def fuse(body: list, typemap: dict, namer: Namer, broadcast: bool = False) -> li
 
 class _Fuser:
     def __init__(self, typemap, namer, broadcast: bool = False):
-        self.types = typemap
+        self.types = dict(typemap)  # a lifted sum's scalar is added to it
         self.namer = namer
         self.broadcast = broadcast
         self.shapes = Shapes(self.array_ndim, self.is_scalar)  # the shape tests known to hold are left out
@@ -256,9 +256,13 @@ class _Fuser:
         scalar (``_sum = np.sum(a)``): as a statement of its own it can join the run that computes ``a``."""
         out = []
         for s in body:
+            lifted: list = []
             if isinstance(s, (gast.Assign, gast.AugAssign)) and isinstance(s.value, gast.AST):
-                s.value = self._lift(s.value, out, top=True)
-            out.append(s)
+                value = self._lift(copy.deepcopy(s.value), lifted, top=True)
+                if lifted:  # a new statement: the caller may fuse the same statements again
+                    s = copy.copy(s)
+                    s.value = value
+            out += lifted + [s]
         return out
 
     def _lift(self, node, out: list, top: bool = False):
