@@ -4,7 +4,10 @@ The reverse transform wraps every definition in a push (forward sweep) and a
 pop (adjoint sweep). A pair is kept when some statement of the adjoint sweep
 reads the variable at a point that runs, in the forward order, *before* the
 definition: textually earlier, or in a loop around both. Every other pair
-restores a value nobody reads, and goes.
+restores a value nobody reads, and goes. An element's restore
+(``y[i] = y_saved.pop()``) reads no element, so it does not keep its own
+pair (an array only ever written, like a fresh result filled in a loop,
+saves nothing); it does keep the pair of ``y`` itself where ``y`` is rebound.
 
 A recorded variable first defined inside a loop or branch gets a
 placeholder of its type at the top, so that the first push has a value to
@@ -58,7 +61,7 @@ __all__ = ["prune"]
 
 
 def _reads(stmts, origin, out) -> None:
-    """(name, order, loops) for each name the statements load, at their recorded origins."""
+    """(name, order, loops, statement) for each name the statements load, at their recorded origins."""
     for s in stmts:
         here = getattr(s, "s2s_origin", origin)
         for field_name, value in gast.iter_fields(s):
@@ -67,7 +70,7 @@ def _reads(stmts, origin, out) -> None:
             for node in gast.walk(value) if isinstance(value, gast.AST) else \
                     [n for v in (value or []) if isinstance(v, gast.AST) for n in gast.walk(v)]:
                 if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
-                    out.append((node.id, here[0], here[1]))
+                    out.append((node.id, here[0], here[1], id(s)))
         for field_name in ("body", "orelse"):
             _reads(getattr(s, field_name, []) or [], here, out)
 
@@ -150,8 +153,8 @@ def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
         reads: list = []
         _reads(rev, (transform._order_end, frozenset()), reads)
         by_name: dict[str, list] = {}
-        for n, order, loops in reads:
-            by_name.setdefault(n, []).append((order, loops))
+        for n, order, loops, statement in reads:
+            by_name.setdefault(n, []).append((order, loops, statement))
         kept: dict[str, object] = {}
         newly_dead: set[int] = set()
         for record in transform.records:
@@ -159,8 +162,11 @@ def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
                 continue
             s = record["stmt"]
             order, loops = transform.pos[id(s)], transform.loops[id(s)]
-            needed = any(r_order < order or (r_loops & loops)
-                         for v in record["vars"] for r_order, r_loops in by_name.get(v, ()))
+            # an element's restore (`y[i] = y_saved.pop()`) names its array but reads no element: it does not
+            # make its own record needed (it does need the array's own, where `y` is rebound)
+            own = id(record["pop"]) if record["kind"] == "element" else None
+            needed = any((r_order < order or (r_loops & loops)) and statement != own
+                         for v in record["vars"] for r_order, r_loops, statement in by_name.get(v, ()))
             if needed:
                 kept[record["tape"]] = record
             else:
