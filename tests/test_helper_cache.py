@@ -22,7 +22,9 @@ SCRIPT = COUNT_COMPILES + textwrap.dedent('''
     import s2s
 
     power = float(sys.argv[1])
-    source = f"import numpy as np\\ndef f(x):\\n    return np.sum(x ** {power} * x[::-1]) + np.sum(x) ** 2\\n"
+    # the adjoint of the sum over an axis of a broadcast product calls the runtime's unreduce and unbroadcast
+    source = (f"import numpy as np\\ndef f(x):\\n    return np.sum(x ** {power} * x[::-1])"
+              " + np.sum(np.sum(x * x[:, None], axis=0) * x)\\n")
     path = sys.argv[2] + f"/f{int(power)}.py"
     open(path, "w").write(source)
     spec = __import__("importlib.util").util.spec_from_file_location(f"f{int(power)}", path)
@@ -34,7 +36,8 @@ SCRIPT = COUNT_COMPILES + textwrap.dedent('''
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         grad = s2s.grad(module.f)(x)
-    expected = power * x ** (power - 1) * x[::-1] + (x ** power)[::-1] + 2 * np.sum(x)
+    expected = power * x ** (power - 1) * x[::-1] + (x ** power)[::-1] + 2 * x * np.sum(x, axis=0) \\
+        + np.sum(x * x, axis=0)
     print(json.dumps({"compiled": compiled, "error": float(np.max(np.abs(grad - expected))),
                       "warnings": [str(w.message) for w in caught]}))
 ''')

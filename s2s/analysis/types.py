@@ -40,7 +40,7 @@ from ..errors import CompileError, S2SError, summarize
 from ..ir import Function, Program
 from ..passes import rename
 
-__all__ = ["Typer", "Typed", "typeof_value"]
+__all__ = ["Typer", "Typed", "frontend", "typeof_value"]
 
 
 def frontend(py_func) -> ir.FunctionIR:
