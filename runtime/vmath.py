@@ -89,31 +89,24 @@ def _float(typingctx, n):
     return types.float64(types.int64), codegen
 
 
-@intrinsic
-def _fma(typingctx, a, b, c):
-    """``a * b + c`` with one rounding (``llvm.fma``: one instruction where the CPU has FMA)."""
-    if not (a == b == c == types.float64):
-        return None
+def _multiply_add(llvm_name: str, doc: str):
+    """An intrinsic ``f(a, b, c) = a * b + c`` on float64 calling LLVM's ``llvm_name``."""
+    def typer(typingctx, a, b, c):
+        if not (a == b == c == types.float64):
+            return None
 
-    def codegen(context, builder, sig, args):
-        double = ir.DoubleType()
-        fma = builder.module.declare_intrinsic("llvm.fma", [double], ir.FunctionType(double, [double] * 3))
-        return builder.call(fma, args)
-    return types.float64(types.float64, types.float64, types.float64), codegen
+        def codegen(context, builder, sig, args):
+            double = ir.DoubleType()
+            fn = builder.module.declare_intrinsic(llvm_name, [double], ir.FunctionType(double, [double] * 3))
+            return builder.call(fn, args)
+        return types.float64(types.float64, types.float64, types.float64), codegen
+    typer.__doc__ = doc
+    return intrinsic(typer)
 
 
-@intrinsic
-def _muladd(typingctx, a, b, c):
-    """``a * b + c``, fused into one instruction where the CPU has FMA, else a product and a sum
-    (``llvm.fmuladd``: never a libm call, so a loop of it vectorises on every CPU)."""
-    if not (a == b == c == types.float64):
-        return None
-
-    def codegen(context, builder, sig, args):
-        double = ir.DoubleType()
-        muladd = builder.module.declare_intrinsic("llvm.fmuladd", [double], ir.FunctionType(double, [double] * 3))
-        return builder.call(muladd, args)
-    return types.float64(types.float64, types.float64, types.float64), codegen
+_fma = _multiply_add("llvm.fma", "``a * b + c`` with one rounding (one instruction where the CPU has FMA).")
+_muladd = _multiply_add("llvm.fmuladd", "``a * b + c``, fused where the CPU has FMA, else a product and a sum "
+                                        "(never a libm call, so a loop of it vectorises on every CPU).")
 
 
 def _masked_variant(name: str, lanes: int) -> str:
