@@ -62,7 +62,7 @@ import gast
 from numba.core import types
 
 from ..analysis.indexing import index_parts
-from ..astutil import const, name, names_read
+from ..astutil import attr_chain, const, name, names_read
 from ..rules import lookup_spelling
 
 __all__ = ["check_bounds", "in_bounds", "without_checks", "IN_BOUNDS"]
@@ -200,7 +200,7 @@ def _kind_of_values(values: list, kinds: dict) -> str | None:
     for value in values:
         if value is None:
             return None
-        if isinstance(value, gast.Call) and _dotted(value.func) == "range":
+        if isinstance(value, gast.Call) and attr_chain(value.func) == "range":
             found.add("int")
         elif isinstance(value, gast.Call) and _makes_array(value, kinds):
             found.add("array")
@@ -214,19 +214,10 @@ def _kind_of_values(values: list, kinds: dict) -> str | None:
 def _makes_array(value: gast.Call, kinds: dict) -> bool:
     """Whether the call makes a new array (``np.empty(n)``, ``np.zeros_like(x)``, ``a.copy()`` of an array)."""
     if isinstance(value.func, gast.Attribute) and value.func.attr == "copy" and not value.args:
-        return kinds.get(_dotted(value.func.value)) == "array"
-    spelling = _dotted(value.func)
+        return kinds.get(attr_chain(value.func.value)) == "array"
+    spelling = attr_chain(value.func)
     rule = lookup_spelling(spelling) if spelling else None
     return rule is not None and rule.fill is not None
-
-
-def _dotted(node) -> str | None:
-    if isinstance(node, gast.Name):
-        return node.id
-    if isinstance(node, gast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
 
 
 def _integer(node, kinds: dict, env: _Loop | None):
@@ -253,12 +244,13 @@ def _integer(node, kinds: dict, env: _Loop | None):
             if isinstance(node.op, gast.Mult) and not (left.terms and right.terms):
                 return left.times(right.constant) if not right.terms else right.times(left.constant)
         return _INT if isinstance(node.op, (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)) else None
-    if isinstance(node, gast.Attribute) and node.attr in ("size", "ndim") and kinds.get(_dotted(node.value)) == "array":
-        return _Linear({_dotted(node): [1, copy.deepcopy(node)]})
+    if isinstance(node, gast.Attribute) and node.attr in ("size", "ndim") \
+            and kinds.get(attr_chain(node.value)) == "array":
+        return _Linear({attr_chain(node): [1, copy.deepcopy(node)]})
     if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Attribute) and node.value.attr == "shape" \
-            and isinstance(node.slice, gast.Constant) and kinds.get(_dotted(node.value.value)) == "array":
-        return _Linear({f"{_dotted(node.value)}[{node.slice.value}]": [1, copy.deepcopy(node)]})
-    if isinstance(node, gast.Call) and _dotted(node.func) == "len" and len(node.args) == 1 \
+            and isinstance(node.slice, gast.Constant) and kinds.get(attr_chain(node.value.value)) == "array":
+        return _Linear({f"{attr_chain(node.value)}[{node.slice.value}]": [1, copy.deepcopy(node)]})
+    if isinstance(node, gast.Call) and attr_chain(node.func) == "len" and len(node.args) == 1 \
             and isinstance(node.args[0], gast.Name) and node.args[0].id in kinds:
         return _Linear({f"len({node.args[0].id})": [1, copy.deepcopy(node)]})
     return None
@@ -269,8 +261,8 @@ def _range_args(loop: gast.For):
     step)`` (the same values, last first: the adjoint sweep's loop), else None."""
     it = loop.iter
     if not (isinstance(it, gast.Call) and not it.keywords and (
-            _dotted(it.func) == "range" and 1 <= len(it.args) <= 3
-            or _dotted(it.func) == "rt.reversed_range" and len(it.args) == 3)):
+            attr_chain(it.func) == "range" and 1 <= len(it.args) <= 3
+            or attr_chain(it.func) == "rt.reversed_range" and len(it.args) == 3)):
         return None
     args = list(it.args)
     start, stop = (const(0), args[0]) if len(args) == 1 else (args[0], args[1])
@@ -574,7 +566,7 @@ def _is_check(s: gast.stmt) -> bool:
     if not (isinstance(s, gast.If) and not s.orelse and len(s.body) == 1 and isinstance(s.body[0], gast.Raise)):
         return False
     error = s.body[0].exc
-    return isinstance(error, gast.Call) and _dotted(error.func) == "IndexError" and len(error.args) == 1 \
+    return isinstance(error, gast.Call) and attr_chain(error.func) == "IndexError" and len(error.args) == 1 \
         and isinstance(error.args[0], gast.Constant) and error.args[0].value == _MESSAGE
 
 
