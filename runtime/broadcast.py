@@ -506,6 +506,69 @@ def _zero_cotangent_nb(out):
     return lambda out: np.zeros(out.shape)
 
 
+def unit_cotangents(out, start, stop):
+    """Cotangents for the Jacobian rows ``start:stop`` at once: row ``r`` is 1 at flat position ``start + r``.
+
+    The result has one more, leading axis (``(stop - start,) + out.shape``): the directions of one
+    vector-mode adjoint sweep.
+
+    >>> unit_cotangents(np.zeros(3), 1, 3)
+    array([[0., 1., 0.],
+           [0., 0., 1.]])
+    """
+    cts = np.zeros((stop - start, np.size(out)))
+    for r in range(stop - start):
+        cts[r, start + r] = 1.0
+    return cts.reshape((stop - start,) + np.shape(out))
+
+
+@overload(unit_cotangents)
+def _unit_cotangents_nb(out, start, stop):
+    def impl(out, start, stop):
+        cts = np.zeros((stop - start, np.size(out)))
+        for r in range(stop - start):
+            cts[r, start + r] = 1.0
+        return cts.reshape((stop - start,) + np.shape(out))
+
+    return impl
+
+
+def direction_zeros(count, like):
+    """Zeros for ``count`` directions of a value shaped like ``like``: ``(count,) + like.shape``.
+
+    An adjoint of a vector-mode sweep starts from these; a float array keeps its dtype.
+
+    >>> direction_zeros(2, np.ones(3, np.float32)).dtype, direction_zeros(2, 1.0).shape
+    (dtype('float32'), (2,))
+    """
+    like = np.asarray(like)
+    dtype = like.dtype if like.dtype.kind == "f" else np.float64
+    return np.zeros((count,) + like.shape, dtype)
+
+
+@overload(direction_zeros)
+def _direction_zeros_nb(count, like):
+    if isinstance(like, types.Array):
+        dtype = like.dtype if isinstance(like.dtype, types.Float) else types.float64
+        return lambda count, like: np.zeros((count,) + like.shape, dtype)
+    return lambda count, like: np.zeros(count)
+
+
+def directions_per_sweep(rows, size):
+    """How many Jacobian rows one vector-mode adjoint sweep carries: all ``rows``, or as many as keep an
+    adjoint of the ``size`` differentiated elements under 2**20 numbers (8 MB), and at least one.
+
+    >>> directions_per_sweep(100, 100), directions_per_sweep(10 ** 6, 10 ** 4), directions_per_sweep(5, 10 ** 7)
+    (100, 104, 1)
+    """
+    return max(1, min(rows, (1 << 20) // max(size, 1)))
+
+
+@overload(directions_per_sweep)
+def _directions_per_sweep_nb(rows, size):
+    return lambda rows, size: max(1, min(rows, (1 << 20) // max(size, 1)))
+
+
 def jacobian_rows(rows, out, x):
     """Rows ``(out.size, *x.shape)`` of a reverse-mode Jacobian, laid out as ``out.shape + x.shape``.
 

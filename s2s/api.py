@@ -716,7 +716,7 @@ class Pullback:
 
 
 def jacrev(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
-    """The Jacobian of ``fn`` by reverse mode: one pullback per output element, in a compiled loop.
+    """The Jacobian of ``fn`` by reverse mode: one forward sweep, then one adjoint sweep for all the rows.
 
     The result has shape ``out.shape + x.shape`` (a tuple for tuple ``argnums``).
 

@@ -39,7 +39,7 @@ from .errors import InputError
 from .generated import ERROR_MODEL, Module, __version__, compiler_digest
 from .ir import Function
 from .naming import Namer
-from .passes import checkpoint, record, split, vector_math
+from .passes import checkpoint, directions, record, split, vector_math
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
 from .program import Program
@@ -342,17 +342,22 @@ class _Generator:
         return [assign(p, call("np.copy", name(p))) for p in fn.params if p in written
                 and activity.typed.is_array(p)]
 
-    def root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool) -> str:
-        """``f_grad(params)``, ``f_value_and_grad(params)`` or ``f_vjp(params, ct)``: both sweeps in one function."""
+    def root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool,
+             vector: bool = False) -> str:
+        """``f_grad(params)``, ``f_value_and_grad(params)`` or ``f_vjp(params, ct)``: both sweeps in one function
+        (``vector``: ``ct`` carries a leading axis of directions, see :mod:`s2s.passes.directions`)."""
         fn = typed.function
-        inputs, body, _, namer = self._reverse_body(typed, transform, argnums, has_aux, single, False)[:4]
+        inputs, body, _, _, _, _, types_ = self._reverse_body(typed, transform, argnums, has_aux, single, False,
+                                                              vector)
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
-        self.functions.append(self._function(entry, inputs, body, fn, self._generated_types(typed, namer)))
+        self.functions.append(self._function(entry, inputs, body, fn, types_))
         return entry
 
-    def _reverse_body(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool, split_sweeps: bool):
-        """(inputs, body, seed name, namer, activity, tape counters) of the reverse-mode function;
-        ``split_sweeps`` puts :func:`split.marker` between the forward sweep and the adjoint sweep."""
+    def _reverse_body(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool, split_sweeps: bool,
+                      vector: bool = False):
+        """(inputs, body, seed name, namer, activity, tape counters, types) of the reverse-mode function;
+        ``split_sweeps`` puts :func:`split.marker` between the forward sweep and the adjoint sweep; ``vector``
+        (a vjp) sweeps every direction of a seed with a leading direction axis at once."""
         fn = typed.function
         params = fn.params
         active = {params[k] for k in argnums}
@@ -367,7 +372,18 @@ class _Generator:
         value = ret.elts[0] if has_aux else ret
         t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(
             typed, active, seed, outputs, tuple_seed=isinstance(value, gast.Tuple), entry=True)
-        grads = [self._adjoint_or_zero(params[k], t, activity) for k in argnums]
+        types_ = self._generated_types(typed, namer)
+        carried: set[str] = set()
+        count = None
+        if vector:
+            count = namer.fresh("_K")
+            adjoint_types = {adj: typed.type_of(v) for v, adj in namer.derived_names("adj").items()}
+            returned = {t.adj(params[k]) for k in argnums if params[k] in activity.active}
+            with section("directions"):
+                rev, carried, new_types = directions.vectorise(rev, adjoint_types, types_, seed.id,
+                                                               isinstance(value, gast.Tuple), returned, count, namer)
+            types_.update(new_types)
+        grads = [self._adjoint_or_zero(params[k], t, activity, count) for k in argnums]
         grads_node = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
         capture, result = [], grads_node
         aux = None
@@ -390,20 +406,21 @@ class _Generator:
         boundary = [split.marker()] if split_sweeps else []
         body = self._entry_copies(fn, activity) + preamble + fwd + capture + boundary + rev \
             + [gast.Return(value=result)]
-        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed, namer), scalar_tapes=scalar_tapes,
-                               types=self._generated_types(typed, namer) if self.fuse_loops else None)
+        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed, namer) - carried,
+                               scalar_tapes=scalar_tapes, types=types_ if self.fuse_loops else None)
         body = pipeline.run("reverse", self._function(f"{fn.name}_{transform}", inputs, body, fn), ctx).body
         counters = {top for top, _ in scalar_tapes.values()}
-        return inputs, body, seed.id if transform == "vjp" else None, namer, activity, counters
+        return inputs, body, seed.id if transform == "vjp" else None, namer, activity, counters, types_
 
-    def split_vjp_root(self, typed: Typed, argnums, has_aux: bool, single: bool) -> tuple[str, str] | None:
+    def split_vjp_root(self, typed: Typed, argnums, has_aux: bool, single: bool,
+                       vector: bool = False) -> tuple[str, str] | None:
         """Split-mode vjp: ``f_vjp_fwd(params) -> (value, tape)`` and ``f_vjp_bwd(params, tape, ct)``
-        returning the derivatives; None where the sweeps cannot be split (see :mod:`s2s.passes.split`)."""
+        returning the derivatives (``vector``: of every direction of ``ct``'s leading axis); None where the
+        sweeps cannot be split (see :mod:`s2s.passes.split`)."""
         fn = typed.function
-        inputs, body, seed, namer, activity, counters = self._reverse_body(typed, "vjp", argnums, has_aux, single,
-                                                                           True)
+        inputs, body, seed, namer, activity, counters, types_ = self._reverse_body(typed, "vjp", argnums, has_aux,
+                                                                                   single, True, vector)
         safe = {v for key, v in self._vjps.items() if not isinstance(self.program.custom.get(key[0]), custom_vjp)}
-        types_ = self._generated_types(typed, namer)
         scalars = counters | {v for v, t in types_.items() if isinstance(t, (types.Number, types.Boolean))}
         parts = split.split(body, fn.params, seed, types_, activity.alias_class, frozenset(safe | self.pure),
                             frozenset(scalars))
@@ -434,19 +451,25 @@ class _Generator:
         return out
 
     def jacrev_root(self, typed: Typed, argnums, has_aux: bool, single: bool) -> str:
-        """``f_jacrev(params)``: one forward sweep, then one adjoint sweep per output element over its tape.
+        """``f_jacrev(params)``: one forward sweep, then one adjoint sweep for all the rows of the Jacobian.
 
-        Where the sweeps cannot be split, each row runs the joint vjp (the
-        primal again). A function returning a tuple gets one Jacobian per
-        item: the rows of an item take zero cotangents for the other items.
+        The adjoint sweep carries the rows as directions (:mod:`s2s.passes.directions`), as many per sweep
+        as ``rt.directions_per_sweep`` allows. Where the sweeps cannot be split, the joint vjp runs per
+        sweep (the primal again); where the sweep has no vector form, one sweep runs per row. A function
+        returning a tuple gets one Jacobian per item: its rows take zero cotangents for the other items.
         """
         fn = typed.function
         params = fn.params
-        sweeps = self.split_vjp_root(typed, argnums, has_aux, False)
+        try:
+            sweeps = self.split_vjp_root(typed, argnums, has_aux, False, vector=True)
+            vector = True
+        except directions.NoDirections:
+            sweeps = self.split_vjp_root(typed, argnums, has_aux, False)
+            vector = False
         out_type = typed.return_type.types[0] if has_aux else typed.return_type
         count = len(out_type.types) if isinstance(out_type, types.BaseTuple) else None
         namer = Namer(fn.namer.taken)
-        out, j, res, tape = (namer.fresh(v) for v in ("_out", "_j", "_result", "_tape"))
+        out, res, tape = (namer.fresh(v) for v in ("_out", "_result", "_tape"))
         args = ", ".join(params)
         lines = [f"def {fn.name}_jacrev({args}):"]
         if sweeps is not None:
@@ -454,35 +477,23 @@ class _Generator:
             lines.append(f"    {res}, {tape} = {forward}({args})")
             lines.append(f"    {out} = {res}[0]" if has_aux else f"    {out} = {res}")
 
-            def row(cotangent: str) -> str:
+            def sweep(cotangent: str) -> str:
                 return f"{adjoint}({args}, {tape}, {cotangent})"
         else:
-            vjp = self.root(typed, "vjp", argnums, has_aux, False)
+            vjp = self.root(typed, "vjp", argnums, has_aux, False, vector)
             if has_aux:
                 lines += [f"    {res} = {fn.name}({args})", f"    {out} = {res}[0]"]
             else:
                 lines.append(f"    {out} = {fn.name}({args})")
 
-            def row(cotangent: str) -> str:
+            def sweep(cotangent: str) -> str:
                 return f"{vjp}({args}, {cotangent})[1]"
         outputs = [out] if count is None else [f"{out}[{m}]" for m in range(count)]
         jacobians = []
         for m, item in enumerate(outputs):
-            def cotangent(at, m=m):
-                if count is None:
-                    return f"rt.unit_cotangent({out}, {at})"
-                return "(" + "".join(f"rt.unit_cotangent({o}, {at}), " if i == m else f"rt.zero_cotangent({o}), "
-                                     for i, o in enumerate(outputs)) + ")"
-
-            n, first = namer.fresh("_n"), namer.fresh("_first")
             rows = [namer.fresh(f"_rows{k}") for k in range(len(argnums))]
-            lines += [f"    {n} = np.size({item})",
-                      f"    {first} = {row(cotangent(0))}"]
-            lines += [f"    {r} = rt.batch_like({first}[{k}], {n})" for k, r in enumerate(rows)]
-            lines += [f"    {r}[0] = {first}[{k}]" for k, r in enumerate(rows)]
-            lines += [f"    for {j} in range(1, {n}):",
-                      f"        _row = {row(cotangent(j))}"]
-            lines += [f"        {r}[{j}] = _row[{k}]" for k, r in enumerate(rows)]
+            lines += (self._vector_rows if vector else self._rows)(namer, outputs, m, count, item, rows, sweep,
+                                                                  [params[k] for k in argnums])
             blocks = [f"rt.jacobian_rows({r}, {item}, {params[k]})" for r, k in zip(rows, argnums)]
             jacobians.append(blocks[0] if single else "(" + "".join(b + ", " for b in blocks) + ")")
         result = jacobians[0] if count is None else "(" + "".join(b + ", " for b in jacobians) + ")"
@@ -496,9 +507,56 @@ class _Generator:
         self.functions.append(node)
         return entry
 
-    def _adjoint_or_zero(self, param: str, t: ReverseTransform, activity: Activity):
+    @staticmethod
+    def _vector_rows(namer, outputs, m, count, item, rows, sweep, wrt) -> list[str]:
+        """The rows of output ``m``'s Jacobian, a chunk of directions per adjoint sweep."""
+        n, step, first, start, stop, part = (namer.fresh(v) for v in ("_n", "_step", "_first", "_start", "_stop",
+                                                                       "_part"))
+
+        def cotangents(lo, hi):
+            if count is None:
+                return f"rt.unit_cotangents({item}, {lo}, {hi})"
+            return "(" + "".join(f"rt.unit_cotangents({o}, {lo}, {hi}), " if i == m else
+                                 f"rt.direction_zeros({hi} - {lo}, {o}), " for i, o in enumerate(outputs)) + ")"
+
+        size = " + ".join(f"np.size({p})" for p in wrt)
+        lines = [f"    {n} = np.size({item})",
+                 f"    {step} = rt.directions_per_sweep({n}, {size})",
+                 f"    {first} = {sweep(cotangents(0, step))}"]
+        lines += [f"    {r} = rt.batch_like({first}[{k}][0], {n})" for k, r in enumerate(rows)]
+        lines += [f"    {r}[:{step}] = {first}[{k}]" for k, r in enumerate(rows)]
+        lines += [f"    for {start} in range({step}, {n}, {step}):",
+                  f"        {stop} = min({start} + {step}, {n})",
+                  f"        {part} = {sweep(cotangents(start, stop))}"]
+        lines += [f"        {r}[{start}:{stop}] = {part}[{k}]" for k, r in enumerate(rows)]
+        return lines
+
+    @staticmethod
+    def _rows(namer, outputs, m, count, item, rows, sweep, wrt) -> list[str]:
+        """The rows of output ``m``'s Jacobian, one adjoint sweep per row."""
+        n, first, j, row = (namer.fresh(v) for v in ("_n", "_first", "_j", "_row"))
+
+        def cotangent(at):
+            if count is None:
+                return f"rt.unit_cotangent({item}, {at})"
+            return "(" + "".join(f"rt.unit_cotangent({o}, {at}), " if i == m else f"rt.zero_cotangent({o}), "
+                                 for i, o in enumerate(outputs)) + ")"
+
+        lines = [f"    {n} = np.size({item})",
+                 f"    {first} = {sweep(cotangent(0))}"]
+        lines += [f"    {r} = rt.batch_like({first}[{k}], {n})" for k, r in enumerate(rows)]
+        lines += [f"    {r}[0] = {first}[{k}]" for k, r in enumerate(rows)]
+        lines += [f"    for {j} in range(1, {n}):",
+                  f"        {row} = {sweep(cotangent(j))}"]
+        lines += [f"        {r}[{j}] = {row}[{k}]" for k, r in enumerate(rows)]
+        return lines
+
+    def _adjoint_or_zero(self, param: str, t: ReverseTransform, activity: Activity, count: str | None = None):
+        """``param``'s adjoint, or zeros like it where no derivative reaches it (of ``count`` directions)."""
         if param in activity.active:
             return name(t.adj(param))
+        if count is not None:
+            return call("rt.direction_zeros", name(count), name(param))
         if t.typed.is_array(param):
             return call("np.zeros_like", name(param))
         return const(0.0)

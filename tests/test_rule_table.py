@@ -366,6 +366,8 @@ for _fn in (rt.keep_tape, rt.copy_tape):
     COVERED_ELSEWHERE[_fn] = "the tape of split-mode vjp: tests/test_split_vjp.py"
 for _fn in (rt.basis, rt.unit_cotangent, rt.batch_like, rt.contract, rt.jacobian, rt.jacobian_rows):
     COVERED_ELSEWHERE[_fn] = "Jacobian assembly of jacfwd/jacrev: tests/test_higher_order.py and test_api.py"
+for _fn in (rt.unit_cotangents, rt.direction_zeros, rt.directions_per_sweep):
+    COVERED_ELSEWHERE[_fn] = "jacrev's vector-mode sweep: tests/test_jacrev_directions.py (against differences)"
 
 for _fn in (np.take, np.take_along_axis, np.real, rt.array_vjp, rt.flatten, rt.group_sum, rt.last_write,
             rt.take_vjp, rt.take_along_axis_vjp):

@@ -548,8 +548,10 @@ class ReverseTransform:
                                  op=gast.Add(), value=entry)
             size = gast.Subscript(value=gast.Attribute(value=name(gather.name), attr="shape", ctx=gast.Load()),
                                   slice=const(0), ctx=gast.Load())
-            return [gast.For(target=name(k, store=True), iter=call("range", size), body=[add], orelse=[],
-                             type_comment=None)]
+            loop = gast.For(target=name(k, store=True), iter=call("range", size), body=[add], orelse=[],
+                            type_comment=None)
+            loop.s2s_gather = True  # an adjoint statement as a whole (passes/directions.py)
+            return [loop]
         if indexed is not None:
             target = gast.Subscript(value=name(self.adj(var)), slice=indexed, ctx=gast.Store())
             return [gast.AugAssign(target=target, op=gast.Add(), value=expr)]
