@@ -13,6 +13,8 @@ Workloads (float64 throughout):
   three-point stencil): ``s2s.jacfwd`` and ``s2s.jacrev`` vs ``jax.jit(jax.jacfwd(f))`` and
   ``jax.jit(jax.jacrev(f))`` (the loop written both with ``jax.lax.fori_loop``, as the Python loop reads, and
   with ``jax.lax.scan``; the faster of the two is JAX's time) vs ``autograd.jacobian``.
+* JAC2: the issue's row: ``jacrev`` of a 100 -> 100 loop, ``acc = 0.5 * acc + sin(x[i]); y[i] = acc * x[i]``:
+  ``s2s.jacrev`` vs ``jax.jit(jax.jacrev(f))`` (the loop as ``jax.lax.scan``).
 * HVP: the Hessian-vector product of ``np.sum((np.tanh(x @ w1) @ w2 - y) ** 2)`` (batch 128, 784-256-10)
   w.r.t. ``w1`` along a random direction: ``s2s.jvp(s2s.grad(loss), (w1, w2, x, y), (v, 0, 0, 0))`` (forward
   over reverse; it returns the gradient too) and the same ``[1]`` inside ``s2s.jit`` (benchmarks/s2s_hvp.py:
@@ -116,6 +118,17 @@ def recurrence(x):
     return y
 
 
+def decay(x):
+    """A decaying sum of sines, scaled: y[i] depends on every x[j], j <= i."""
+    n = x.shape[0]
+    y = np.empty(n)
+    acc = 0.0
+    for i in range(n):
+        acc = 0.5 * acc + np.sin(x[i])
+        y[i] = acc * x[i]
+    return y
+
+
 def mlp_loss(w1, w2, x, y):
     return np.sum((np.tanh(x @ w1) @ w2 - y) ** 2)
 
@@ -159,6 +172,17 @@ def recurrence_jacobian(x):
     jac[n - 1] = x[n - 1] * jac[n - 2]
     jac[n - 1, n - 1] += y[n - 2]
     return jac
+
+
+def decay_jacobian(x):
+    """d y[i] / d x[j] = x[i] 0.5**(i-j) cos(x[j]) for j <= i, plus acc[i] on the diagonal."""
+    n = x.shape[0]
+    i, j = np.indices((n, n))
+    jac = np.where(j <= i, x[:, None] * 0.5 ** np.maximum(i - j, 0) * np.cos(x)[None, :], 0.0)
+    acc = np.zeros(n)
+    for k in range(n):
+        acc[k] = (0.5 * acc[k - 1] if k else 0.0) + np.sin(x[k])
+    return jac + np.diag(acc)
 
 
 def recurrence_vjp(x, w):
@@ -209,21 +233,22 @@ def rel_err(got, ref) -> float:
 # ---------------------------------------------------------------------------------------------------------------
 # Workloads: sizes, data, the reference and its check
 # ---------------------------------------------------------------------------------------------------------------
-FULL = {"H1": {"n": 100}, "H2": {"n": 1000}, "JAC": {"n": 100}, "HVP": {"batch": 128, "sizes": (784, 256, 10)},
+FULL = {"H1": {"n": 100}, "H2": {"n": 1000}, "JAC": {"n": 100}, "JAC2": {"n": 100}, "HVP": {"batch": 128, "sizes": (784, 256, 10)},
         "VJP": {"n": 10000}}
-QUICK = {"H1": {"n": 100}, "H2": {"n": 300}, "JAC": {"n": 50}, "HVP": {"batch": 32, "sizes": (784, 256, 10)},
+QUICK = {"H1": {"n": 100}, "H2": {"n": 300}, "JAC": {"n": 50}, "JAC2": {"n": 50}, "HVP": {"batch": 32, "sizes": (784, 256, 10)},
          "VJP": {"n": 1000}}
 
 DESCRIPTIONS = {
     "H1": "Hessian of np.sum(1/(1+np.exp(-x))), n={n}",
     "H2": "Hessian of np.sum(1/(1+np.exp(-x))), n={n}",
     "JAC": "Jacobian of a {n}->{n} Python loop: y[i] = tanh(x[i-1]*x[i+1]) + 0.5*sin(y[i-1])*x[i]",
+    "JAC2": "Jacobian of a {n}->{n} Python loop: acc = 0.5*acc + sin(x[i]); y[i] = acc*x[i]",
     "HVP": "Hessian-vector product of np.sum((np.tanh(x @ w1) @ w2 - y)**2) w.r.t. w1, batch {batch}, {sizes_text}",
     "VJP": "w . J of the JAC recurrence, n={n}: a pullback of s2s.vjp against a whole s2s.grad",
 }
 
 # Workloads whose function has a Python loop: there the aim is to be faster than JAX; elsewhere within 1.5x.
-LOOPS = {"JAC", "VJP"}
+LOOPS = {"JAC", "JAC2", "VJP"}
 LOOP_BOUND, OTHER_BOUND = 1.0, 1.5
 PULLBACK_BOUND = 0.75  # a split-mode pullback against a whole gradient of the same function
 AIM_TEXT = ("faster than JAX on every row with loops, within 1.5x of JAX elsewhere; "
@@ -232,7 +257,7 @@ AIM_TEXT = ("faster than JAX on every row with loops, within 1.5x of JAX elsewhe
 
 def make_data(workload: str, size: dict, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
-    if workload in ("H1", "H2", "JAC"):
+    if workload in ("H1", "H2", "JAC", "JAC2"):
         return {"x": rng.standard_normal(size["n"])}
     if workload == "VJP":
         return {"x": rng.standard_normal(size["n"]), "w": rng.standard_normal(size["n"])}
@@ -257,6 +282,10 @@ def reference(workload: str, data: dict) -> tuple[np.ndarray, str, float]:
         ref = recurrence_jacobian(x)
         fd = fd_columns(recurrence, x, 1e-6)
         return ref, "hand-derived recurrence; vs central FD of the function", rel_err(fd, ref)
+    if workload == "JAC2":
+        x = data["x"]
+        ref = decay_jacobian(x)
+        return ref, "closed form; vs central FD of the function", rel_err(fd_columns(decay, x, 1e-6), ref)
     if workload == "VJP":
         x, w = data["x"], data["w"]
         ref = recurrence_vjp(x, w)
@@ -376,6 +405,26 @@ def autograd_jacobian(data):
     return lambda: j(data["x"])
 
 
+# --- jacrev of the decaying sum ---------------------------------------------------------------------------------
+def s2s_decay_jacrev(data):
+    j = _s2s().jacrev(decay)
+    return lambda: j(data["x"])
+
+
+def jax_decay_jacrev(data):
+    jax = _jax()
+    import jax.numpy as jnp
+
+    def f(x):
+        def step(acc, xi):
+            acc = 0.5 * acc + jnp.sin(xi)
+            return acc, acc * xi
+        return jax.lax.scan(step, jnp.zeros((), x.dtype), x)[1]
+    j = jax.jit(jax.jacrev(f))
+    (x,) = _jax_put(jax, data, ["x"])
+    return lambda: jax.block_until_ready(j(x))
+
+
 # --- Vector-Jacobian product of the loop: split-mode pullback vs a whole gradient --------------------------------
 def s2s_vjp_grad(data):
     g = _s2s().grad(weighted_recurrence)
@@ -456,6 +505,8 @@ ROWS = [
     ("JAC", "jax", "JAX jit(jacrev) scan", "jacrev", _jax_jacobian("jacrev", "scan")),
     ("JAC", "jax", "JAX jit(jacrev) fori_loop", "jacrev", _jax_jacobian("jacrev", "fori")),
     ("JAC", "autograd", "autograd jacobian", "jacrev", autograd_jacobian),
+    ("JAC2", "s2s", "s2s jacrev", "jacrev", s2s_decay_jacrev),
+    ("JAC2", "jax", "JAX jit(jacrev) scan", "jacrev", jax_decay_jacrev),
     ("HVP", "numpy", "hand NumPy", "hvp", numpy_hvp),
     ("HVP", "s2s", "s2s jvp(grad)", "hvp", s2s_hvp),
     ("HVP", "s2s", "s2s jit(jvp(grad)[1])", "hvp", s2s_hvp_jit),
