@@ -47,8 +47,8 @@ there with a located error, since it computes them before their statement.
 
 Each program is written to a file (s2s reads source), imported, and run at a
 random point: its value in Python; ``s2s.grad(f, argnums=(0, 1))``,
-``s2s.jvp`` along a random direction and ``s2s.jacfwd`` (vector mode) against
-central finite differences in float64; ``s2s.hessian`` in ``x`` against
+``s2s.jvp`` along a random direction, ``s2s.jacfwd`` and ``s2s.jacrev`` (both in
+vector mode) against central finite differences in float64; ``s2s.hessian`` in ``x`` against
 central second differences (on programs of at most
 ``S2S_FUZZ_HESSIAN_CHARS`` characters, 900 by default: its passes grow fast
 with the program); and ``s2s.jit`` against the function run in Python: the
@@ -64,8 +64,8 @@ got.
 The number of examples is fixed and the run derandomized, so CI is
 reproducible: 8 programs by default, split between two tests so that
 ``pytest -n 2`` runs them side by side. CI checks ``grad``, ``jvp``,
-``jacfwd`` and ``jit`` compiled, and ``grad``, ``hessian`` and ``jit`` with
-``target="python"``. Environment variables:
+``jacfwd`` and ``jit`` compiled, and ``grad``, ``jacrev``, ``hessian`` and
+``jit`` with ``target="python"``. Environment variables:
 
 - ``S2S_FUZZ_EXAMPLES=N``: the total number of programs (half per test).
 - ``S2S_FUZZ_SEED=K``: another stream of programs (the default is the
@@ -1073,12 +1073,12 @@ def _fd_hessian(f, x, s, n, h):
 def modes_for(targets) -> tuple:
     """The checks run for ``S2S_FUZZ_TARGETS``: every transform on each target (``grad-cpu``, ``jit-python``, ...)."""
     return tuple(f"{check}-{target}" for target in targets
-                 for check in ("grad", "jvp", "jacfwd", "hessian", "jit", "vmap"))
+                 for check in ("grad", "jvp", "jacfwd", "jacrev", "hessian", "jit", "vmap"))
 
 
 # CI: every check, Numba-compiled where the compile is cheap enough (the Hessian in Python)
-MODES = modes_for(TARGETS) if TARGETS else ("grad-cpu", "grad-python", "jvp-cpu", "jacfwd-cpu", "hessian-python",
-                                            "jit-cpu", "jit-python")
+MODES = modes_for(TARGETS) if TARGETS else ("grad-cpu", "grad-python", "jvp-cpu", "jacfwd-cpu", "jacrev-python",
+                                            "hessian-python", "jit-cpu", "jit-python")
 
 
 def _pending(features) -> list:
@@ -1162,13 +1162,14 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
                 return failed("jvp tangent mismatch",
                               f"jvp's tangent (target={target}) differs from finite differences along "
                               f"dx = {dx.tolist()!r}, ds = {ds!r}:\nexpected {expected!r}\ngot      {tangent!r}")
-        for target in [m[7:] for m in modes if m.startswith("jacfwd-")]:
-            # vector mode: every direction in one sweep (tangents carry a leading axis)
-            jx, js = call(f"jacfwd (target={target})",
-                          lambda: s2s.jacfwd(f, argnums=(0, 1), target=target)(x.copy(), s, n))  # noqa: B023
+        for mode in [m for m in modes if m.startswith(("jacfwd-", "jacrev-"))]:
+            # vector mode: every direction in one sweep (tangents, or jacrev's adjoints, carry a leading axis)
+            transform, target = mode.split("-")
+            jx, js = call(f"{transform} (target={target})",
+                          lambda: getattr(s2s, transform)(f, argnums=(0, 1), target=target)(x.copy(), s, n))  # noqa: B023
             if np.shape(js) != () or not _close(np.append(jx, js), fd, scale):
-                return failed("jacfwd mismatch", f"jacfwd (target={target}) differs from finite differences:\n"
-                              f"expected d/dx {fd_x.tolist()!r}, d/ds {fd_s!r}\n"
+                return failed(f"{transform} mismatch", f"{transform} (target={target}) differs from finite "
+                              f"differences:\nexpected d/dx {fd_x.tolist()!r}, d/ds {fd_s!r}\n"
                               f"got      d/dx {np.asarray(jx).tolist()!r}, d/ds {js!r}")
         for target in [m[8:] for m in modes if m.startswith("hessian-") and len(source) <= HESSIAN_CHARS]:
             outcome = _check_hessian(f, pure, x, s, n, value, target, call, failed)
