@@ -8,7 +8,9 @@ tapes, their counters, branch flags, the last values of the primal's
 variables). The adjoint sweep takes ``(inputs, tape, cotangent)``, unpacks
 the tape, takes its own copy (``rt.copy_tape``) of each item it may change
 (a list it pops, an array whose elements it restores or accumulates into),
-and returns the derivatives. So the tape is never changed: a pullback can
+makes its own, empty, a tape list the forward sweep only creates (the
+recomputation of a checkpointed loop fills it in the adjoint sweep), and
+returns the derivatives. So the tape is never changed: a pullback can
 run any number of times, in any thread.
 
 Assumes the forward sweep does not read the cotangent, and that the final
@@ -36,6 +38,8 @@ never wrong).
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import gast
 
@@ -156,6 +160,15 @@ def split(body: list, params: list[str], seed: str, types_: dict, alias_class, s
     free: set[str] = set()
     _flow(rev + [gast.Return(value=derivatives)], set(), free)
     tape = sorted(free & _assigned(fwd))
+    lists = {s.targets[0].id for s in fwd if isinstance(s, gast.Assign) and isinstance(s.value, gast.List)
+             and isinstance(s.targets[0], gast.Name)}
+    # a tape list the forward sweep only makes (the adjoint sweep's recomputation fills it, as in a checkpointed
+    # loop) is made by the adjoint sweep, empty: the forward sweep alone could not type it
+    uses = Counter(n.id for n in gast.walk(gast.Module(body=fwd, type_ignores=[])) if isinstance(n, gast.Name))
+    fresh = [v for v in tape if v in lists and uses[v] == 1]
+    tape = [v for v in tape if v not in fresh]
+    fwd = [s for s in fwd if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                                  and s.targets[0].id in fresh)]
     surely = _flow(fwd, set(params), set())
     pre = []
     for v in tape:
@@ -168,12 +181,11 @@ def split(body: list, params: list[str], seed: str, types_: dict, alias_class, s
     for v in mutable:  # a copy would no longer share memory with the other names of its array
         if (alias_class(v) - {v}) & (set(tape) | set(params)):
             return None
-    lists = {s.targets[0].id for s in fwd if isinstance(s, gast.Assign) and isinstance(s.value, gast.List)
-             and isinstance(s.targets[0], gast.Name)}
     kept = gast.Tuple(elts=[call("rt.keep_tape", name(v)) if v in lists else name(v) for v in tape],
                       ctx=gast.Load())
     fwd = pre + fwd + [gast.Return(value=gast.Tuple(elts=[value, kept], ctx=gast.Load()))]
-    own = [assign(v, call("rt.copy_tape", name(v))) for v in mutable]
+    own = [assign(v, gast.List(elts=[], ctx=gast.Load())) for v in fresh] \
+        + [assign(v, call("rt.copy_tape", name(v))) for v in mutable]
     return fwd, own + rev + [gast.Return(value=derivatives)], tape
 
 
