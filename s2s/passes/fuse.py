@@ -478,12 +478,20 @@ class _Fuser:
         views = [assign(flat[v], call("rt.flat", name(v))) for v in flat]
         live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
         loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
+        first_pass: list = []
         if jacobian is not None:  # rows outside, directions inside: the block is written in order
             fixed, moving = _regroup(loop_body, outer)
             loop = _for(inner, row, fixed + [_for(outer, _attr(x, "size"), moving)])
         elif nested:  # for _k in range(lead): for _j in range(row): _i = _k * row + _j
             at = assign(index, gast.BinOp(left=gast.BinOp(left=name(outer), op=gast.Mult(), right=row),
                                           op=gast.Add(), right=name(inner)))
+            floats = all(isinstance(self.types.get(v), nbtypes.Array) and self.types[v].dtype == nbtypes.float64
+                         for v in run.inputs if v not in bases)
+            row_pass, loop_body, arrays = _row_values(loop_body, {outer, index}, inner, self.namer) if floats \
+                else ([], loop_body, [])
+            if arrays:  # the costly values that do not change with the direction: one pass over the row first
+                before += [assign(a, call("np.empty", copy.deepcopy(row))) for a in arrays]
+                first_pass.append(_for(inner, copy.deepcopy(row), row_pass))
             loop = _for(outer, lead, [_for(inner, copy.deepcopy(row), [at] + loop_body)])
         else:
             loop = _for(index, _attr(full[0], "size"), loop_body)
@@ -506,9 +514,9 @@ class _Fuser:
                    for d in bases.values() if gast.dump(d.value.args[0]) != gast.dump(lead)
                    and not (full and shapes.leads(full[0], d.value.args[0]))]
         if not checks:
-            return before + views + [loop] + tail
+            return before + views + first_pass + [loop] + tail
         check = checks[0] if len(checks) == 1 else gast.BoolOp(op=gast.And(), values=checks)
-        return [gast.If(test=check, body=before + views + [loop] + tail, orelse=orelse)]
+        return [gast.If(test=check, body=before + views + first_pass + [loop] + tail, orelse=orelse)]
 
     def _take_bases(self, run: _Run, later: set[str], out: list) -> dict:
         """The inputs of ``run`` defined as ``v = rt.basis(count, offset, x)`` at the end of ``out`` (``x`` an
@@ -609,6 +617,75 @@ def _regroup(body: list, index: str) -> tuple[list, list]:
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                 varying.add(n.id)
     return fixed, moving
+
+
+def _costly(expr) -> bool:
+    """A call, a quotient or a power: worth computing once per row rather than once per direction."""
+    return any(isinstance(n, gast.Call) or isinstance(n, gast.BinOp) and isinstance(n.op, (gast.Div, gast.Pow))
+               for n in gast.walk(expr))
+
+
+def _row_values(body: list, outer: set[str], inner: str, namer: Namer) -> tuple[list, list, list]:
+    """(a row's pass: the statements of ``body`` that do not change with the direction (read none of ``outer``,
+    the direction and the flat index, nor a value that does), each costly
+    value stored at ``inner`` in an array of its own; ``body`` reading those values from their arrays; the
+    arrays' names).
+
+    ``body`` is one element of a loop over directions and rows. A costly part of a statement that changes with
+    the direction but not its value (``rt.vm.sin(x_i)`` in ``-x_dot_i * rt.vm.sin(x_i)``) is bound first, so it
+    is kept too. The caller runs the row's pass before the nested loop.
+    """
+    varying = set(outer)
+
+    def varies(expr) -> bool:
+        return any(isinstance(n, gast.Name) and n.id in varying for n in gast.walk(expr))
+
+    row_pass, out, arrays = [], [], []
+
+    def keep(s) -> gast.Assign:
+        """``s`` into the row's pass with its value stored; its load from there, for ``body``."""
+        value_name = s.targets[0].id
+        array = namer.fresh(f"_{value_name.lstrip('_')}_row")
+        arrays.append(array)
+        row_pass.extend([s, gast.Assign(targets=[in_bounds(gast.Subscript(value=name(array), slice=name(inner),
+                                                                            ctx=gast.Store()))],
+                                        value=name(value_name), type_comment=None)])
+        return assign(value_name, in_bounds(gast.Subscript(value=name(array), slice=name(inner), ctx=gast.Load())))
+
+    class _Take(gast.NodeTransformer):
+        """Binds each costly part that does not change with the direction (pure calls only)."""
+
+        def __init__(self, taken: list):
+            self.taken = taken
+
+        def visit(self, node):
+            if isinstance(node, (gast.Call, gast.BinOp)) and not varies(node) and _costly(node) and pure(node):
+                value_name = namer.fresh("_r")
+                self.taken.append(assign(value_name, node))
+                return name(value_name)
+            return super().visit(node)
+
+    for s in body:
+        target = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else None
+        if isinstance(target, gast.Name) and not varies(s.value):
+            if _costly(s.value) and pure(s.value):
+                out.append(keep(s))
+            else:  # a load by the row index, a constant: cheap, in both loops
+                row_pass.append(copy.deepcopy(s))
+                out.append(s)
+            continue
+        taken: list = []
+        if isinstance(s, (gast.Assign, gast.AugAssign)):
+            s.value = _Take(taken).visit(s.value)
+        out += [keep(t) for t in taken] + [s]
+        varying.update(n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store))
+    needed, used = set(arrays), []  # the row's pass keeps what its stores need
+    for s in reversed(row_pass):
+        stored = {n.id for n in gast.walk(s.targets[0]) if isinstance(n, gast.Name)}
+        if stored & needed:
+            used.append(s)
+            needed |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return used[::-1], out, arrays
 
 
 def _shape_equal(shape, var: str) -> gast.Compare:
