@@ -50,7 +50,10 @@ and the tangent statements become one run. The unit vectors of an
 ``rt.basis`` only the run reads are computed in the loop, and where the
 run's one output only feeds ``rt.jacobian`` the loop writes the Jacobian
 block itself, with the factors that do not change along a row grouped out
-of the direction loop.
+of the direction loop. Otherwise (directions outside, the row inside) the
+costly values that do not change with the direction (``rt.vm.sin(x_i)``)
+are computed in one pass over the row before the nested loop, which reads
+them from arrays.
 """
 
 from __future__ import annotations
