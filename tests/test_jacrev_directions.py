@@ -185,3 +185,24 @@ def test_a_list_of_active_values_runs_one_sweep_per_row():
     np.testing.assert_allclose(jac, fd_jacobian(listed, (X,), 0), rtol=1e-6, atol=1e-8)
     source = s2s.source(s2s.jacrev(listed), X)
     assert "rt.unit_cotangent(" in source and "rt.unit_cotangents(" not in source
+
+
+def joint_only(x):
+    y = np.empty(x.shape[0])
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = 0.5 * acc + np.sin(x[i])
+        y[i] = acc * x[i]
+    return y
+
+
+def test_joint_sweeps_carry_the_directions_too(monkeypatch):
+    """Where the sweeps cannot be split, the joint vjp runs once per chunk of rows, all its rows at once."""
+    from s2s.passes import split
+
+    monkeypatch.setattr(split, "split", lambda *args, **kwargs: None)
+    for target in ("cpu", "python"):
+        jac = s2s.jacrev(joint_only, target=target)(X)
+        np.testing.assert_allclose(jac, fd_jacobian(joint_only, (X,), 0), rtol=1e-6, atol=1e-8)
+    source = s2s.source(s2s.jacrev(joint_only, target="python"), X)
+    assert "_vjp_fwd" not in source and vector_sweep(source)
