@@ -481,10 +481,12 @@ class _Generator:
                 return f"{adjoint}({args}, {tape}, {cotangent})"
         else:
             vjp = self.root(typed, "vjp", argnums, has_aux, False, vector)
+            # the primal, for the output's shape, on copies: it may write into its arguments
+            copies = ", ".join(f"np.copy({p})" if typed.is_array(p) else p for p in params)
             if has_aux:
-                lines += [f"    {res} = {fn.name}({args})", f"    {out} = {res}[0]"]
+                lines += [f"    {res} = {fn.name}({copies})", f"    {out} = {res}[0]"]
             else:
-                lines.append(f"    {out} = {fn.name}({args})")
+                lines.append(f"    {out} = {fn.name}({copies})")
 
             def sweep(cotangent: str) -> str:
                 return f"{vjp}({args}, {cotangent})[1]"
