@@ -650,7 +650,7 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu", max_tape_bytes
     t = _transformed(fn, "vjp", floats, has_aux, target, max_tape_bytes)
     values, names = t.arguments(primals)
     # the pullback reads the arguments again: its own copies, so that changing an array later changes nothing
-    values = tuple(tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, v) for v in values)
+    values = _copies(values)
     entry = t.entry(values)
     if entry.adjoint is not None:  # split mode: the forward sweep now, its tape kept for the pullback
         leaves, _ = _flatten_all(values)
@@ -659,10 +659,20 @@ def vjp(fn, *primals, has_aux: bool = False, target: str = "cpu", max_tape_bytes
         except Exception as exc:
             raise t._explain(exc, values, names) from exc
     else:  # joint mode (where the sweeps cannot be split): each pullback runs the primal again
-        result, tape = _transformed(fn, "jit", 0, False, target).run(values, names), None
+        # on copies again: the primal may write into its arguments, and the pullback needs them as they were
+        result, tape = _transformed(fn, "jit", 0, False, target).run(_copies(values), names), None
     out = result[0] if has_aux else result
     pullback = Pullback(t, values, names, floats, out, entry if tape is not None else None, tape)
     return (t.value(out), pullback, t.aux(result[1])) if has_aux else (t.value(out), pullback)
+
+
+def _copies(values: tuple) -> tuple:
+    """``values`` with every array in them copied.
+
+    >>> a = np.zeros(2); _copies((a, 1.0))[0] is a
+    False
+    """
+    return tuple(tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, v) for v in values)
 
 
 class Pullback:

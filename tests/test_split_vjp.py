@@ -240,3 +240,21 @@ def test_where_the_sweeps_cannot_be_split_the_pullback_runs_both(monkeypatch):
     assert "joint mode" in repr(pullback) and "def cubic_vjp(x, ct)" in s2s.source(pullback)
     for ct in (np.ones(4), np.array([1.0, -2.0, 0.5, 3.0])):
         np.testing.assert_allclose(pullback(ct)[0], 3.0 * X * X * ct, rtol=1e-13)
+
+
+def writes_its_argument_joint(x):  # built only with the sweeps joint (a module of its own)
+    x[0] = x[0] * x[1]
+    return np.sin(x) * x[2]
+
+
+@targets
+def test_joint_pullback_of_a_function_writing_into_its_argument(target, monkeypatch):
+    """The joint pullback runs the primal again: at the point the caller gave, not where a run left it."""
+    monkeypatch.setattr(split, "split", lambda *args, **kwargs: None)
+    x = X.copy()
+    out, pullback = s2s.vjp(writes_its_argument_joint, x, target=target)
+    np.testing.assert_array_equal(x, X)
+    assert "joint mode" in repr(pullback)
+    for ct in (np.ones(4), np.array([1.0, -3.0, 0.0, 2.0])):
+        expected = expected_cotangent(lambda v: writes_its_argument_joint(v.copy()), (X,), 0, ct)
+        np.testing.assert_allclose(pullback(ct)[0], expected, rtol=1e-6, atol=1e-9)
