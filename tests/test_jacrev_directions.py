@@ -9,6 +9,7 @@ form (a list of active values), which must still be right.
 import numpy as np
 import pytest
 from test_forward import fd_jacobian
+from test_split_vjp import checkpointed_rebinding
 
 import s2s
 import s2s_runtime as rt
@@ -65,16 +66,6 @@ def branches(x):
     return y
 
 
-def checkpointed(x):
-    """A checkpointed loop: its recomputation runs inside the adjoint sweep, for every direction at once."""
-    y = x.copy()
-    z = np.zeros_like(x)
-    for i in s2s.checkpoint(range(5), snapshots=2):
-        y = np.sin(y) * 1.1 + x
-        z[i] = y[i] * y[0]
-    return z + y
-
-
 def scalar_in(a):
     return np.array([np.sin(a), a * a, np.exp(a) * a])
 
@@ -106,7 +97,7 @@ CASES = {
     "arrays_in_loop": (arrays_in_loop, (X, RNG.normal(size=6)), (0, 1)),
     "gather": (gather, (X, np.array([0, 2, 2, 5, 0])), (0,)),
     "branches": (branches, (RNG.normal(size=6),), (0,)),
-    "checkpointed": (checkpointed, (X,), (0,)),
+    "checkpointed": (checkpointed_rebinding, (X,), (0,)),
     "scalar_in": (scalar_in, (0.7,), (0,)),
     "matrix_out": (matrix_out, (X,), (0,)),
 }
