@@ -15,6 +15,7 @@ from . import vmath as vm
 from .broadcast import (
     assign_into,
     basis,
+    basis_row,
     batch_like,
     broadcast_like,
     contract,
@@ -147,6 +148,7 @@ __all__ = [
     "assign_into",
     "array_vjp",
     "basis",
+    "basis_row",
     "batch_like",
     "broadcast_like",
     "clip_inside",

@@ -319,6 +319,33 @@ def _basis_nb(count, offset, x):
     return scalar_impl
 
 
+def basis_row(k, offset, x):
+    """Direction ``k`` of :func:`basis` for ``x`` (its directions start at ``offset``): a unit vector shaped
+    like ``x``, or zeros where ``k`` is another input's direction.
+
+    >>> basis_row(2, 1, np.zeros(3))
+    array([0., 1., 0.])
+    """
+    out = np.zeros(np.shape(x))
+    if 0 <= k - offset < out.size:
+        out.reshape(-1)[k - offset] = 1.0
+    return out if out.ndim else float(out)
+
+
+@overload(basis_row)
+def _basis_row_nb(k, offset, x):
+    if isinstance(x, types.Array):
+
+        def array_impl(k, offset, x):
+            out = np.zeros(x.shape)
+            if 0 <= k - offset < out.size:
+                out.reshape(-1)[k - offset] = 1.0
+            return out
+
+        return array_impl
+    return lambda k, offset, x: 1.0 if k == offset else 0.0
+
+
 def jacobian(t_dot, out, offset, x):
     """The block of a forward-mode Jacobian for input ``x``, laid out as JAX does: ``out.shape + x.shape``.
 

@@ -15,7 +15,8 @@ device's math):
         return rt.vm.exp(-x) + rt.vm.log(x) + np.sqrt(x)
 
 ``np.sum(a)`` of a whole array becomes ``rt.vm.sum(a)``, which sums in
-vector lanes. ``a ** b``, ``np.power(a, b)`` and ``math.pow(a, b)`` become
+vector lanes, and so does a tangent's ``rt.sum(a_dot, None, keepdims=False)``.
+``a ** b``, ``np.power(a, b)`` and ``math.pow(a, b)`` become
 ``rt.vm.power(a, b)``, unless ``b`` is an integer literal (Numba multiplies
 those out). Only calls without keywords change (``np.exp(x, out=y)``,
 ``np.sum(a, axis=0)`` stay); ``np.sqrt`` is one instruction already and stays.
@@ -66,6 +67,8 @@ class _Calls(gast.NodeTransformer):
         spelling = attr_chain(node.func)
         rule = lookup_spelling(spelling) if spelling else None
         replacement = rule.vector if rule is not None and rule.name == spelling else None  # not rt.sum's
+        if spelling == "rt.sum" and _whole_sum(node):  # a tangent's sum: `rt.sum(a_dot, None, keepdims=False)`
+            node.args, node.keywords, replacement = node.args[:1], [], "sum"
         arity = 2 if replacement == "power" else 1
         if replacement and len(node.args) == arity and not node.keywords \
                 and not any(isinstance(a, gast.Starred) for a in node.args) and not self._lone_scalar(*node.args):
@@ -98,6 +101,14 @@ class _Calls(gast.NodeTransformer):
                        or isinstance(p, gast.Name) and isinstance(self.types.get(p.id), types.Integer)
                        for p in parts)
         return isinstance(array, types.Array) and array.ndim == len(parts) and integers
+
+
+def _whole_sum(call: gast.Call) -> bool:
+    """Whether ``call`` (of ``rt.sum``) sums the whole array: no axis, no ``keepdims``, no ``dtype``."""
+    if len(call.args) != 2 or not (isinstance(call.args[1], gast.Constant) and call.args[1].value is None):
+        return False
+    return all(k.arg == "keepdims" and isinstance(k.value, gast.Constant) and k.value.value is False
+               for k in call.keywords)
 
 
 def vector_math(fn: gast.FunctionDef, scalars=frozenset(), types_=None) -> gast.FunctionDef:
