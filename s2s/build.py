@@ -249,6 +249,21 @@ class Builder:
                              f"tuple of them; it returns {out}")
 
 
+def _per_direction_loops(body: list, count: str) -> bool:
+    """Whether the vector-mode forward ``body`` of a function without loops applies a rule one direction at a
+    time (``for _k in range(_K): z_dot[_k] = ...``): each such statement makes a ``(K, ...)`` array in memory,
+    where a sweep of one direction at a time keeps one direction's arrays in cache."""
+    if any(isinstance(n, (gast.For, gast.While)) and not _over(n, count) for s in body for n in gast.walk(s)):
+        return False
+    return any(isinstance(s, gast.For) and _over(s, count) for s in body)
+
+
+def _over(loop, count: str) -> bool:
+    """Whether ``loop`` is ``for _ in range(count)``."""
+    return isinstance(loop, gast.For) and isinstance(loop.iter, gast.Call) and len(loop.iter.args) == 1 \
+        and isinstance(loop.iter.args[0], gast.Name) and loop.iter.args[0].id == count
+
+
 def _float_scalars(typed: Typed, namer: Namer | None = None) -> set[str]:
     """The function's float scalar variables, and their adjoints (reverse mode) when ``namer`` is given."""
     scalars = {v for v, t in typed.typemap.items() if isinstance(t, types.Float)}
@@ -751,12 +766,17 @@ class _Generator:
         ft = ForwardTransform(typed, activity, namer, lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
         with section("forward transform"):
             body, ret = ft.build()
+        rows = None
+        if vector and not given and _per_direction_loops(body, count):
+            rows = self._row_sweep(typed, activity, namer, active_params, count, offsets, has_aux)
+        if rows is not None:
+            body, ret, row_types = rows
         value = ret.elts[0] if has_aux else ret
         aux = [copy.deepcopy(ret.elts[1])] if has_aux else []
         if vector:
             jacs = []
             for v in value.elts if isinstance(value, gast.Tuple) else [value]:  # per output: per argument
-                tangent = ft.output(v)
+                tangent = name(namer.tangent(v.id)) if rows is not None else ft.output(v)
                 if not isinstance(tangent, gast.Name):
                     body.append(assign(namer.fresh("_tangent"), tangent))
                     tangent = name(body[-1].targets[0].id)
@@ -773,14 +793,57 @@ class _Generator:
         if transform != "jacfwd":  # a written argument's tangent is written too: copy the caller's tangent
             copies += [assign(namer.tangent(c.targets[0].id), call("np.copy", name(namer.tangent(c.targets[0].id))))
                        for c in copies if c.targets[0].id in active_params]
+        if rows is not None:  # the bases the sweep computes row by row are not made whole
+            read = {n.id for s in body + [result] for n in gast.walk(s) if isinstance(n, gast.Name)}
+            pre = [s for s in pre if s.targets[0].id in read or s.targets[0].id == count]
         body = copies + pre + body + [gast.Return(value=result)]
         entry = self.program.namer.fresh(f"{fn.name}_{transform}")
         inputs = params + ([namer.tangent(p) for p in active_params] if transform != "jacfwd" else [])
-        types_ = self._generated_types(typed, namer, vector)
+        types_ = self._generated_types(typed, namer, vector and rows is None)
+        if rows is not None:
+            types_.update(row_types)
         ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed),
                                types=types_ if self.fuse_loops else None)
         self.functions.append(pipeline.run("forward", self._function(entry, inputs, body, fn, types_), ctx))
         return entry
+
+    def _row_sweep(self, typed: Typed, activity: Activity, namer: Namer, active_params: list, count: str,
+                   offsets: list, has_aux: bool):
+        """``jacfwd``'s tangent statements one direction at a time: (body, returned atoms, types), or None.
+
+        The tangents are those of ``jvp``, and :mod:`s2s.passes.directions` puts each run of tangent
+        statements in a loop over the directions, after the primal statements it can move ahead: a tangent
+        read only within its run is one direction's array, in cache, not a ``(K, n)`` array in memory. Used
+        where every output is active and no user function is called (a callee's jvp would run its primal
+        once per direction); None where the sweep has no such form (``directions.NoDirections``)."""
+        fn = typed.function
+        ret = fn.node.body[-1].value
+        value = ret.elts[0] if has_aux else ret
+        outputs = value.elts if isinstance(value, gast.Tuple) else [value]
+        callees = self.program.module_functions()
+        if not all(isinstance(v, gast.Name) and v.id in activity.active for v in outputs) or any(
+                isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id in callees
+                for n in gast.walk(fn.node)):
+            return None
+        ft = ForwardTransform(typed, activity, namer, self.jvp_of_call)
+        with section("forward transform"):
+            body, ret = ft.build()
+        tangent_types = {dot: typed.type_of(v) for v, dot in namer.derived_names("dot").items()}
+        seeds = [namer.tangent(p) for p in active_params]
+        returned = {namer.tangent(v.id) for v in outputs} | set(seeds)
+        seed_types = {seed: types.Array(types.float64, getattr(typed.type_of(p), "ndim", 0) + 1, "C")
+                      for p, seed in zip(active_params, seeds)}
+        units = {seed: (lambda k, o=o, p=p: call("rt.basis_row", name(k), copy.deepcopy(o), name(p)))
+                 for p, seed, o in zip(active_params, seeds, offsets)}
+        try:
+            with section("directions"):
+                body, _, row_types = directions.vectorise(body, tangent_types, dict(typed.typemap), seeds[0], False,
+                                                          returned, count, namer, activity.alias_class,
+                                                          seed_types[seeds[0]], units)
+        except directions.NoDirections:
+            return None
+        row_types.update(seed_types)
+        return body[1:], ret, row_types  # body[0] is `_K = <seed>.shape[0]`, known already
 
     def jvp_of_call(self, value: gast.Call, typed: Typed, activity: Activity, vector: bool = False):
         """(name of the callee's jvp function, indices of the arguments whose tangents it takes)."""

@@ -145,14 +145,35 @@ def test_regroup_moves_what_does_not_change_with_the_direction_out_of_the_loop()
                                                       "u += w / p"]
 
 
-def test_costly_primal_values_computed_once_per_row_not_once_per_direction():
-    """The Hessian's direction loop reads sin(x) (the derivative of cos) from a pass over the row before it."""
+def test_costly_primal_values_computed_once_not_once_per_direction():
+    """The Hessian's direction loop reads sin(x) (the derivative of cos) computed before it, once."""
     x = RNG.standard_normal(7)
     g = s2s.grad(sin_times_reversed)
     for target in ("cpu", "python"):
         h = s2s.hessian(sin_times_reversed, target=target)(x)
         assert np.allclose(h, fd_jacobian(lambda v: g(v), x), rtol=1e-6, atol=1e-7)
     src = s2s.source(s2s.hessian(sin_times_reversed), x)
-    nested = src[src.index("    for _k"):]
-    assert "_row = np.empty(" in src and "_row[" in nested, src
-    assert "sin(" not in nested.split("return")[0].split("for _k")[-1], src  # not in the last direction loop
+    loop = src[src.rindex("    for _k"):]
+    assert "sin(" in src[:src.rindex("    for _k")] and "sin(" not in loop, src
+
+
+def test_vector_mode_computes_costly_row_values_in_a_pass_before_the_directions():
+    """Directions outside, the row inside: ``cos(x)`` and ``sin(x)`` go to arrays in one pass over the row."""
+    import gast
+    import numba
+
+    from s2s.astutil import to_source
+    from s2s.passes.fuse import Namer, fuse
+
+    body = gast.parse("t_dot = x_dot * np.cos(x)\nu_dot = t_dot * np.sin(x)\nreturn u_dot, t_dot").body
+    types = {"x": numba.float64[::1], "x_dot": numba.float64[:, ::1], "t_dot": numba.float64[:, ::1],
+             "u_dot": numba.float64[:, ::1]}
+    src = to_source(gast.Module(body=fuse(body, types, Namer(set(types)), broadcast=True), type_ignores=[]))
+    nested = src[src.index("for _k"):src.index("else:")]
+    assert "_row = np.empty(" in src and "_row[" in nested and "sin(" not in nested and "cos(" not in nested, src
+    x, x_dot = RNG.standard_normal(5), RNG.standard_normal((3, 5))
+    namespace = {"np": np, "rt": __import__("s2s_runtime")}
+    exec("def f(x, x_dot):\n" + "\n".join("    " + line for line in src.splitlines()), namespace)
+    u_dot, t_dot = namespace["f"](x, x_dot)
+    np.testing.assert_allclose(t_dot, x_dot * np.cos(x), rtol=1e-15)
+    np.testing.assert_allclose(u_dot, x_dot * np.cos(x) * np.sin(x), rtol=1e-15)

@@ -26,6 +26,15 @@ Each direction computes exactly what the one-cotangent sweep computes (an
 adjoint array is a per-direction value, copied where the sweep assigns
 it), so the result is the one-row sweep's, row by row.
 
+``jacfwd`` runs the same rewrite over the tangent statements of a forward
+sweep (s2s/build.py ``_row_sweep``): the tangents play the adjoints' part,
+the inputs' unit vectors the seed's (made row by row, ``rt.basis_row``), and
+writes into primal arrays move ahead of a run that reads none of their
+memory (``aliases``). An array of every direction that a run assigns whole
+is the direction's own array in the loop, copied into a new array of every
+direction at its end; where the sweep binds it to memory another name may
+share, a copy would not see later writes, so that is refused.
+
 Assumes adjoints named by the namer's ``adj`` names, loops that scatter
 through an index array marked ``s2s_gather`` by the reverse transform, and
 tests and loop bounds that read no adjoint. Lists or tuples of active
@@ -73,7 +82,7 @@ def _simple_statements(stmts):
 
 class _Sweep:
     def __init__(self, adjoint_types: dict, primal_types: dict, seed: str, tuple_seed: bool, returned: set[str],
-                 count: str, k: str, namer):
+                 count: str, k: str, namer, aliases=None):
         self.adjoint_types = adjoint_types
         self.primal_types = primal_types
         self.adjoints = set(adjoint_types) | {seed}
@@ -81,11 +90,14 @@ class _Sweep:
         self.returned = returned
         self.count, self.k = count, k
         self.namer = namer
+        self.aliases = aliases  # name -> the primal names that may share its memory; None: writes stay put
         self.taint: set[str] = set()  # non-adjoint names computed from adjoints (`_vjp`, `_parts`): per direction
         self.runs: list[_Run] = []
         self.vector: set[str] = set()
         self.allocated: set[str] = set()  # array adjoints a whole allocation binds
         self.new_types: dict = {}
+        self.vector_types: dict = {}  # the arrays of every direction, by name
+        self.unit_rows: dict = {}  # array of unit vectors -> (k -> an expression for its row k)
 
     # ------------------------------------------------------------ classify
     def is_array(self, adj: str) -> bool:
@@ -158,6 +170,9 @@ class _Sweep:
                         self.new_types[kept] = self.primal_types[v]
                 run.prefix.append(s)
                 continue
+            if run is not None and self.write_movable(s, run):
+                run.prefix.append(s)
+                continue
             run = None
             if self.is_alloc(s):
                 self.allocated.add(s.targets[0].id)
@@ -167,6 +182,17 @@ class _Sweep:
                         setattr(s, field_name, self.collect(getattr(s, field_name)))
             out.append(s)
         return out
+
+    def write_movable(self, s, run: _Run) -> bool:
+        """Whether ``s``, a write into elements of a primal array (``a[::-1] = v``), can run ahead of ``run``:
+        the run reads no value of an array that may share ``a``'s memory (its shape, as ``like`` of
+        ``rt.broadcast_like``, may be read), and ``s`` reads nothing the run binds."""
+        target = s.targets[0] if isinstance(s, gast.Assign) else getattr(s, "target", None)
+        if self.aliases is None or not isinstance(target, gast.Subscript) or not isinstance(target.value, gast.Name) \
+                or _names(s) & (run.bound | self.adjoints | self.taint) or not _movable_value(s.value):
+            return False
+        shared = self.aliases(target.value.id)
+        return not any(_value_reads(r) & shared for r in run.stmts)
 
     def choose(self) -> set[str]:
         """The adjoints that hold one value per direction (the others are scalars of one run)."""
@@ -193,7 +219,7 @@ class _Sweep:
         out = []
         for s in stmts:
             if isinstance(s, _Run):
-                out += s.prefix + [self.loop(s.stmts)]
+                out += s.prefix + self.loop(s.stmts)
             elif self.is_alloc(s):
                 out.append(self.whole_alloc(s))
             else:
@@ -213,25 +239,89 @@ class _Sweep:
             s.value = call("rt.direction_zeros", name(self.count), value.args[0])
         return s
 
-    def loop(self, stmts) -> gast.For:
-        body = [p for s in stmts for p in self.per_k(s)]
-        return gast.For(target=name(self.k, store=True), iter=call("range", name(self.count)), body=body, orelse=[],
-                        type_comment=None)
+    def loop(self, stmts) -> list:
+        """The run's statements in one loop over the directions, then the arrays it assigned whole.
 
-    def per_k(self, s) -> list:
-        """Statement ``s`` for direction ``_k``."""
+        An array that carries the directions and that the run assigns whole is one direction's array in the
+        loop (``t_adj_k``, read in its place after the assignment); the loop's last statements copy it into
+        a new array of every direction (the first direction allocates it), which takes the old one's name
+        after the loop: the directions the loop has not reached yet still read the old array."""
+        current: dict[str, str] = {}
+        own: set[str] = set()
+        body = [p for s in stmts for p in self.per_k(s, current, own)]
+        after = []
+        for v, item in current.items():
+            whole = self.namer.fresh(f"{v}_new")
+            t = self.adjoint_types[v]
+            self.new_types[whole] = types.Array(t.dtype, t.ndim + 1, "C")
+            body += [gast.If(test=gast.Compare(left=name(self.k), ops=[gast.Eq()], comparators=[const(0)]),
+                             body=[assign(whole, call("rt.batch_like", name(item), name(self.count)))], orelse=[]),
+                     assign(gast.Subscript(value=name(whole), slice=name(self.k), ctx=gast.Store()), name(item))]
+            after.append(assign(v, name(whole)))
+        loop = gast.For(target=name(self.k, store=True), iter=call("range", name(self.count)),
+                        body=self.row_views(body), orelse=[], type_comment=None)
+        loop.s2s_directions = True
+        return [loop] + after
+
+    def row_views(self, body: list) -> list:
+        """``body`` reading ``v[_k]`` of each array ``v`` of every direction through a name bound first
+        (``v_row = v[_k]``, a view), so that passes that rewrite whole arrays (fusion) can read it."""
+        rows: dict[str, str] = {}
+        k = self.k
+
+        def row(base: str):
+            if base not in rows:
+                rows[base] = self.namer.fresh(f"{base}_row")
+            return name(rows[base])
+
+        def is_k(node) -> bool:
+            return isinstance(node, gast.Name) and node.id == k
+
+        class _Rows(gast.NodeTransformer):
+            def visit_Subscript(inner, node):  # noqa: N805
+                base = node.value
+                if isinstance(base, gast.Name) and getattr(self.vector_types.get(base.id), "ndim", 0) >= 2:
+                    if is_k(node.slice) and isinstance(node.ctx, gast.Load):  # `v[_k]`: the row
+                        return row(base.id)
+                    if isinstance(node.slice, gast.Tuple) and is_k(node.slice.elts[0]):  # `v[_k, i]`: `v_row[i]`
+                        rest = [inner.visit(e) for e in node.slice.elts[1:]]
+                        index = rest[0] if len(rest) == 1 else gast.Tuple(elts=rest, ctx=gast.Load())
+                        return gast.Subscript(value=row(base.id), slice=index, ctx=node.ctx)
+                return inner.generic_visit(node)
+
+        body = [_Rows().visit(s) for s in body]
+        heads = []
+        for v, row_name in rows.items():
+            t = self.vector_types[v]
+            self.new_types[row_name] = types.Array(t.dtype, t.ndim - 1, "C" if t.layout == "C" else "A")
+            value = self.unit_rows[v](k) if v in self.unit_rows else \
+                gast.Subscript(value=name(v), slice=name(k), ctx=gast.Load())
+            heads.append(assign(row_name, value))
+        return heads + body
+
+    def per_k(self, s, current: dict[str, str], own: set[str]) -> list:
+        """Statement ``s`` for direction ``_k`` (``current``: the arrays assigned whole so far, by their
+        direction's name; ``own``: the run's adjoints bound to memory of their own; both updated)."""
         target = s.targets[0] if isinstance(s, gast.Assign) else None
+        fresh = target is not None and (_fresh(s.value) or isinstance(s.value, gast.Name) and s.value.id in own)
         if isinstance(target, gast.Name) and target.id in self.vector and self.is_array(target.id):
-            # assigned here, read in a later run: the first direction allocates every direction's array
+            if self.aliases is not None and not fresh:
+                # the sweep's `a = b` shares b's memory; every direction's `a` would be a copy of it
+                raise NoDirections(f"`{target.id}`, of every direction, bound to memory it may share")
             item = self.namer.fresh(f"{target.id}_k")
             t = self.adjoint_types[target.id]
-            self.new_types[item] = types.Array(t.dtype, t.ndim, "C")
-            first = gast.If(test=gast.Compare(left=name(self.k), ops=[gast.Eq()], comparators=[const(0)]),
-                            body=[assign(target.id, call("rt.batch_like", name(item), name(self.count)))],
-                            orelse=[])
-            write = assign(gast.Subscript(value=name(target.id), slice=name(self.k), ctx=gast.Store()), name(item))
-            return [assign(item, _PerDirection(self).visit(s.value)), first, write]
-        return [_PerDirection(self).visit(s)]
+            self.new_types[item] = types.Array(t.dtype, t.ndim, "A")
+            value = _PerDirection(self, current).visit(s.value)
+            if not fresh:  # the direction's own copy (`y_adj = ct`: later `y_adj += ...` leaves ct alone)
+                value = call("np.copy", value)
+            current[target.id] = item
+            return [assign(item, value)]
+        if isinstance(target, gast.Name) and target.id in self.adjoints:
+            (own.add if fresh else own.discard)(target.id)
+        if any(isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) and n.targets[0].id in self.vector
+               and self.is_array(n.targets[0].id) for n in gast.walk(s)):
+            raise NoDirections("an array carrying the directions assigned whole inside a loop of the sweep")
+        return [_PerDirection(self, current).visit(s)]
 
 
 class _Run:
@@ -271,7 +361,12 @@ def _movable(s) -> bool:
     """Whether ``s`` binds names only, calling pure functions or popping a tape (``x = x_tape.pop()``)."""
     if not isinstance(s, gast.Assign) or any(isinstance(n, gast.Subscript) for n in gast.walk(s.targets[0])):
         return False
-    for n in gast.walk(s.value):
+    return _movable_value(s.value)
+
+
+def _movable_value(value) -> bool:
+    """Whether ``value`` calls only pure functions, or pops a tape."""
+    for n in gast.walk(value):
         if isinstance(n, gast.Call) and not _pure_call(n) and not (
                 isinstance(n.func, gast.Attribute) and n.func.attr == "pop" and isinstance(n.func.value, gast.Name)
                 and not n.args):
@@ -279,16 +374,77 @@ def _movable(s) -> bool:
     return True
 
 
-class _PerDirection(gast.NodeTransformer):
-    """Every direction-carrying adjoint ``a`` as ``a[_k]`` (``a[i]`` as ``a[_k, i]``)."""
+def _fresh(value) -> bool:
+    """Whether ``value`` is always new memory: arithmetic, a call whose rule says so, or the identity
+    ``rt.broadcast_like``/``rt.unbroadcast`` of such a value."""
+    if isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Compare)):
+        return True
+    if not isinstance(value, gast.Call):
+        return False
+    rule = lookup_spelling(attr_chain(value.func) or "")
+    if rule is not None and rule.passes_through:
+        return bool(value.args) and _fresh(value.args[0])
+    return rule is not None and rule.fresh
 
-    def __init__(self, sweep: _Sweep):
+
+def _value_type(node, type_of):
+    """The Numba type of an element-wise expression over typed names (arithmetic, element-wise calls), else
+    None: a new C array where an operand is an array (float64 unless every operand is an integer)."""
+    if isinstance(node, gast.Constant):
+        return types.float64 if isinstance(node.value, float) else types.int64 \
+            if isinstance(node.value, int) and not isinstance(node.value, bool) else None
+    if isinstance(node, gast.Name):
+        t = type_of(node.id)
+        return t if isinstance(t, (types.Number, types.Array)) else None
+    if isinstance(node, gast.UnaryOp) and not isinstance(node.op, gast.Not):
+        operands = [node.operand]
+    elif isinstance(node, gast.BinOp) and not isinstance(node.op, gast.MatMult):
+        operands = [node.left, node.right]
+    elif isinstance(node, gast.Call) and not node.keywords and getattr(
+            lookup_spelling(attr_chain(node.func) or ""), "elementwise", False):
+        operands = node.args
+    else:
+        return None
+    found = [_value_type(o, type_of) for o in operands]
+    if any(t is None for t in found):
+        return None
+    dtypes = [t.dtype if isinstance(t, types.Array) else t for t in found]
+    floating = isinstance(node, gast.Call) or isinstance(getattr(node, "op", None), (gast.Div, gast.Pow)) \
+        or any(isinstance(d, types.Float) for d in dtypes)
+    dtype = types.float64 if floating else types.int64
+    ndim = max((t.ndim for t in found if isinstance(t, types.Array)), default=0)
+    return types.Array(dtype, ndim, "C") if ndim else dtype
+
+
+def _value_reads(node) -> set[str]:
+    """The names whose values ``node`` reads: not those passed where a rule reads only the shape."""
+    if isinstance(node, gast.Call):
+        rule = lookup_spelling(attr_chain(node.func) or "")
+        bound = rule.bind(node.args, {k.arg: k.value for k in node.keywords}) if rule is not None else None
+        if bound is not None and rule.shape_only:
+            return set().union(*(_value_reads(a) for p, a in bound.items() if p not in rule.shape_only))
+    if isinstance(node, gast.Name):
+        return {node.id}
+    out: set[str] = set()
+    for child in gast.iter_child_nodes(node):
+        out |= _value_reads(child)
+    return out
+
+
+class _PerDirection(gast.NodeTransformer):
+    """Every direction-carrying adjoint ``a`` as ``a[_k]`` (``a[i]`` as ``a[_k, i]``), or as the name of its
+    direction's array where the run assigned it whole (``current``)."""
+
+    def __init__(self, sweep: _Sweep, current: dict[str, str]):
         self.sweep = sweep
+        self.current = current
 
     def _k(self):
         return name(self.sweep.k)
 
     def visit_Name(self, node):
+        if node.id in self.current:
+            return name(self.current[node.id], store=isinstance(node.ctx, gast.Store))
         if node.id in self.sweep.vector:
             return gast.Subscript(value=name(node.id), slice=self._k(), ctx=node.ctx)
         return node
@@ -298,6 +454,10 @@ class _PerDirection(gast.NodeTransformer):
         if isinstance(base, gast.Name) and base.id == self.sweep.seed and self.sweep.tuple_seed:
             item = gast.Subscript(value=base, slice=node.slice, ctx=gast.Load())
             return gast.Subscript(value=item, slice=self._k(), ctx=node.ctx)
+        if isinstance(base, gast.Name) and base.id in self.current:
+            node.value = self.visit(base)
+            node.slice = self.visit(node.slice)
+            return node
         if isinstance(base, gast.Name) and base.id in self.sweep.vector:
             node.slice = self.visit(node.slice)
             parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
@@ -343,6 +503,9 @@ class _Hoist(gast.NodeTransformer):
                 if self.consumes(node) and self.invariant(child):
                     temp = self.sweep.namer.temp("_p")
                     self.out.append(assign(temp, child))
+                    t = _value_type(child, lambda v: self.sweep.new_types.get(v) or self.sweep.primal_types.get(v))
+                    if t is not None:  # for the passes that ask (fusion)
+                        self.sweep.new_types[temp] = t
                     child_new = name(temp)
                 else:
                     child_new = self.visit(child)
@@ -358,13 +521,16 @@ class _Hoist(gast.NodeTransformer):
 
 
 def vectorise(rev: list, adjoint_types: dict, primal_types: dict, seed: str, tuple_seed: bool, returned: set[str],
-              count: str, namer) -> tuple[list, set[str], dict]:
+              count: str, namer, aliases=None, seed_type=None, unit_rows=None) -> tuple[list, set[str], dict]:
     """(the adjoint sweep for ``count`` directions, the adjoints that carry the direction axis, new types).
 
     ``adjoint_types`` maps each adjoint name to its primal's Numba type,
     ``primal_types`` the primal variables to theirs; ``returned`` are the
     adjoints the function returns; ``count`` names the number of
-    directions, read from the seed (``_K = ct.shape[0]``).
+    directions, read from the seed (``_K = ct.shape[0]``). ``aliases`` (a primal name → the names that may
+    share its memory) lets a write into a primal array's elements run ahead of a run that reads none of them;
+    ``seed_type``, the seed's type, lets the runs read its rows by name; ``unit_rows`` maps arrays of unit
+    vectors (``rt.basis``) to a function making direction ``k``'s row, computed in place of read.
 
         >>> import gast
         >>> from numba.core import types
@@ -382,7 +548,7 @@ def vectorise(rev: list, adjoint_types: dict, primal_types: dict, seed: str, tup
             _t1_adj = y_adj * x
             x_adj[_k] = _p1 * _t1_adj
     """
-    sweep = _Sweep(adjoint_types, primal_types, seed, tuple_seed, returned, count, namer.fresh("_k"), namer)
+    sweep = _Sweep(adjoint_types, primal_types, seed, tuple_seed, returned, count, namer.fresh("_k"), namer, aliases)
     if tuple_seed:
         for n in gast.walk(gast.Module(body=rev, type_ignores=[])):
             if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == seed:
@@ -391,16 +557,19 @@ def vectorise(rev: list, adjoint_types: dict, primal_types: dict, seed: str, tup
     sweep.check(rev)
     blocks = sweep.collect(rev)
     sweep.vector = sweep.choose()
+    for v in sweep.vector - {seed}:
+        t = adjoint_types[v]
+        sweep.vector_types[v] = types.Array(t.dtype, t.ndim + 1, "C") if isinstance(t, types.Array) \
+            else types.Array(types.float64, 1, "C")
+    if seed_type is not None:
+        sweep.vector_types[seed] = seed_type
+    sweep.unit_rows = dict(unit_rows or {})
     body = sweep.rewrite(blocks)
     directions = gast.Subscript(value=name(seed), slice=const(0), ctx=gast.Load()) if tuple_seed else name(seed)
     head = [assign(count, gast.Subscript(value=gast.Attribute(value=directions, attr="shape", ctx=gast.Load()),
                                          slice=const(0), ctx=gast.Load()))]
-    scalars = sorted(v for v in sweep.vector if v != seed and not sweep.is_array(v))
+    scalars = sorted(v for v in sweep.vector if v != seed and v not in sweep.unit_rows and not sweep.is_array(v))
     head += [assign(v, call("np.zeros", name(count))) for v in scalars]
-    new_types = dict(sweep.new_types)
+    new_types = {**sweep.new_types, **sweep.vector_types}
     new_types[count] = new_types[sweep.k] = types.int64
-    for v in sweep.vector - {seed}:
-        t = adjoint_types[v]
-        new_types[v] = types.Array(t.dtype, t.ndim + 1, "C") if isinstance(t, types.Array) \
-            else types.Array(types.float64, 1, "C")
     return head + body, sweep.vector, new_types

@@ -31,6 +31,11 @@ run where no statement of the run reads ``v``; and ``v = <number>`` between
 two statements of a run moves after the loop, where the run neither reads
 nor binds ``v``.
 
+A reversed view of a 1-D array (``v = a[::-1]``) that a run reads is read
+from ``a`` backwards (``_a[a.size - 1 - _i]``), not copied, where the run
+writes into no input and does not make ``a``; the binding of such a view
+between two statements of a run moves ahead of the run.
+
 With several input arrays the loop runs only when they all have the same
 shape (``if b.shape == a.shape:``, checked at run time); otherwise the
 original statements run, so broadcasting stays right. Sums go through
@@ -53,7 +58,8 @@ block itself, with the factors that do not change along a row grouped out
 of the direction loop. Otherwise (directions outside, the row inside) the
 costly values that do not change with the direction (``rt.vm.sin(x_i)``)
 are computed in one pass over the row before the nested loop, which reads
-them from arrays.
+them from arrays. The body of a loop over one direction at a time (marked
+``s2s_directions`` by :mod:`s2s.passes.directions`) is fused on its own.
 """
 
 from __future__ import annotations
@@ -111,6 +117,7 @@ class _Fuser:
         self.namer = namer
         self.broadcast = broadcast
         self.shapes = Shapes(self.array_ndim, self.is_scalar)  # the shape tests known to hold are left out
+        self.mirrors: dict[str, str] = {}  # `v = a[::-1]` of a 1-D array, bound before: v -> a
 
     def array_ndim(self, var: str) -> int | None:
         t = self.types.get(var)
@@ -165,6 +172,8 @@ class _Fuser:
             if any(isinstance(r, gast.AugAssign) and r.target.id == target for r in run.stmts):
                 return False  # `v op= e` then `v = ...`: two arrays to write, the old and the new
             if self.array_ndim(target) == run.ndim:
+                if isinstance(value, gast.Name) and value.id not in run.defined:
+                    return False  # `a = b` of an array made before binds a name; in the loop it would copy it
                 if _fill_like(value) is not None and len(value.args) == 1 \
                         and isinstance(value.args[0], gast.Name) and self.array_ndim(value.args[0].id) == run.ndim:
                     return True
@@ -287,10 +296,17 @@ class _Fuser:
         body = self.lift_sums(body)
         out, k = [], 0
         while k < len(body):
+            if isinstance(body[k], gast.For) and getattr(body[k], "s2s_directions", False):
+                body[k].body = _Fuser(self.types, self.namer).block(body[k].body)  # one direction's arrays
+                out.append(body[k])
+                self.shapes.step(body[k])
+                k += 1
+                continue
             self._drop_identities(body[k])
             ndim = self.run_ndim(body[k])
             run = _Run(ndim, self.broadcast) if ndim is not None else None
             j, deferred = k, []  # scalar constants the run's statements neither read nor bind: after the run
+            ahead = []  # reversed views the run reads past: bound before it
             while run is not None and j < len(body):
                 moved = {d.targets[0].id for d in deferred}
                 if self.fusable(body[j], run) and not moved & {n.id for n in gast.walk(body[j])
@@ -299,19 +315,55 @@ class _Fuser:
                 elif run.stmts and _scalar_constant(body[j]) and body[j].targets[0].id not in {
                         n.id for r in run.stmts for n in gast.walk(r) if isinstance(n, gast.Name)}:
                     deferred.append(body[j])
+                elif run.stmts and self._mirror_of(body[j]) is not None and not {
+                        body[j].targets[0].id, self._mirror_of(body[j])} & (
+                        run.defined | run.reductions | {n.id for r in run.stmts for n in gast.walk(r)
+                                                        if isinstance(n, gast.Name)}):
+                    ahead.append(body[j])
+                    self._track(body[j])
                 else:
                     break
                 j += 1
             if run is not None and self._worth(run):
-                out += self.emit(run, body[j:], out) + deferred
-                for s in run.stmts + deferred:
+                out += ahead + self.emit(run, body[j:], out) + deferred
+                for s in ahead + run.stmts + deferred:
                     self.shapes.step(s)
+                    self._track(s)
                 k = j
             else:
+                for s in ahead:  # the run did not fuse: its views are bound where they were
+                    self.mirrors.pop(s.targets[0].id, None)
                 out.append(body[k])
                 self.shapes.step(body[k])
+                self._track(body[k])
                 k += 1
         return out
+
+    def _mirror_of(self, s) -> str | None:
+        """``a`` where ``s`` is ``v = a[::-1]`` of 1-D arrays ``v`` and ``a``, else None."""
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and isinstance(s.value, gast.Subscript) and isinstance(s.value.value, gast.Name)
+                and isinstance(s.value.slice, gast.Slice)):
+            return None
+        part = s.value.slice
+        backwards = part.lower is None and part.upper is None and isinstance(part.step, gast.UnaryOp) \
+            and isinstance(part.step.op, gast.USub) and isinstance(part.step.operand, gast.Constant) \
+            and part.step.operand.value == 1
+        backwards |= part.lower is None and part.upper is None and isinstance(part.step, gast.Constant) \
+            and part.step.value == -1
+        base = s.value.value.id
+        if backwards and self.array_ndim(base) == 1 and self.array_ndim(s.targets[0].id) == 1:
+            return base
+        return None
+
+    def _track(self, s) -> None:
+        """Account for the reversed views statement ``s`` binds, and those whose names it rebinds."""
+        stored = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        for v in [v for v, a in self.mirrors.items() if v in stored or a in stored]:
+            del self.mirrors[v]
+        base = self._mirror_of(s)
+        if base is not None:
+            self.mirrors[s.targets[0].id] = base
 
     def _drop_identities(self, s) -> None:
         """``rt.unbroadcast(a, like)`` and ``rt.broadcast_like(a, like)`` in ``s`` become ``a`` where the
@@ -371,6 +423,10 @@ class _Fuser:
         index = self.namer.fresh("_i")
         outer, inner = (self.namer.fresh("_k"), self.namer.fresh("_j")) if nested else (None, index)
         flat = {v: self.namer.fresh(f"_{v}") for v in run.inputs if v not in bases}
+        # a reversed view read in a one-axis loop that writes no input: its base, read backwards
+        in_place = any(isinstance(s, gast.AugAssign) for s in run.stmts)
+        mirrored = {} if in_place or nested else {v: self.mirrors[v] for v in flat if v in self.mirrors
+                                                   and self.mirrors[v] not in run.defined}
         element = {}  # array → its scalar at the current element
 
         def elem(var: str) -> str:
@@ -393,8 +449,11 @@ class _Fuser:
                     unit = gast.Compare(left=name(outer), ops=[gast.Eq()], comparators=[at])
                     body.append(assign(elem(var), gast.IfExp(test=unit, body=const(1.0), orelse=const(0.0))))
                     return
-                at = inner if var in rows else index
-                body.append(assign(elem(var), in_bounds(gast.Subscript(value=name(flat[var]), slice=name(at),
+                at = name(inner if var in rows else index)
+                if var in mirrored:  # element i of a[::-1] is a[a.size - 1 - i]
+                    last = gast.BinOp(left=_attr(mirrored[var], "size"), op=gast.Sub(), right=const(1))
+                    at = gast.BinOp(left=last, op=gast.Sub(), right=at)
+                body.append(assign(elem(var), in_bounds(gast.Subscript(value=name(flat[var]), slice=at,
                                                                      ctx=gast.Load()))))
 
         class _Scalarize(gast.NodeTransformer):
@@ -478,7 +537,7 @@ class _Fuser:
                     flat[buffer] = self.namer.fresh(f"_{buffer}")
                 target = in_bounds(gast.Subscript(value=name(flat[buffer]), slice=name(index), ctx=gast.Store()))
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
-        views = [assign(flat[v], call("rt.flat", name(v))) for v in flat]
+        views = [assign(flat[v], call("rt.flat", name(mirrored.get(v, v)))) for v in flat]
         live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
         loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
         first_pass: list = []

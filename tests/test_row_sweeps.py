@@ -1,0 +1,98 @@
+"""``jacfwd`` one direction at a time (build.py ``_row_sweep``, s2s/passes/directions.py) and the fusion of
+reversed views (s2s/passes/fuse.py).
+
+Where the vector-mode tangents of straight-line code would go through rules one direction at a time (a sum, a
+reversed view, ``rt.unbroadcast``), ``jacfwd`` sweeps the tangent statements one direction at a time instead:
+one direction's arrays stay in cache and the unit vectors are made row by row (``rt.basis_row``). Every
+derivative is checked against central differences in float64 (of an analytic gradient for Hessians), never
+against s2s; the generated source is read to see which form was built.
+"""
+
+import re
+
+import gast
+import numba
+import numpy as np
+import pytest
+from test_forward import fd_jacobian
+
+import s2s
+from s2s.astutil import to_source
+from s2s.passes.fuse import Namer, fuse
+
+RNG = np.random.default_rng(41)
+
+
+def mirrored(x):
+    """The Hessian row of issue 13: a reversed view, sums, an element write through a reversed view."""
+    return np.sum(x ** 4) + np.sum(np.sin(x) * x[::-1]) + np.sum(x) ** 2
+
+
+def mirrored_grad(x):
+    return 4.0 * x ** 3 + np.cos(x) * x[::-1] + np.sin(x[::-1]) + 2.0 * np.sum(x)
+
+
+def two_inputs(x, a):
+    return np.sin(x) * a + np.sum(x * x) * x[::-1]
+
+
+def written_view(x):
+    """``r`` is a view of ``y``: the write into ``y`` after it changes ``r`` (and so ``r``'s tangent)."""
+    y = np.sin(x) * 1.0
+    r = y[::-1]
+    s = np.sum(y)
+    y[0] = s * x[1]
+    return r * x + s
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_hessian_with_reversed_views_sweeps_one_direction_at_a_time(target):
+    x = RNG.uniform(0.2, 1.0, 7)
+    h = s2s.hessian(mirrored, target=target)
+    np.testing.assert_allclose(h(x), fd_jacobian(mirrored_grad, (x,)), rtol=1e-6, atol=1e-7)
+    src = s2s.source(h, x)
+    loop = re.search(r"for (_k\d*) in range\(_K\):\n\s+x_dot_row = rt.basis_row\(\1, 0, x\)", src)
+    assert loop and "rt.basis(" not in src  # one loop over the directions, the unit vectors made row by row
+
+
+def test_row_sweep_of_two_inputs_and_its_fused_reversed_reads():
+    x, a = RNG.uniform(0.2, 1.0, 5), 0.7
+    jac = s2s.jacfwd(two_inputs, argnums=(0, 1))
+    jx, ja = jac(x, a)
+    np.testing.assert_allclose(jx, fd_jacobian(two_inputs, (x, a), 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ja, fd_jacobian(two_inputs, (x, a), 1), rtol=1e-6, atol=1e-8)
+    src = s2s.source(jac, x, a)
+    assert re.search(r"rt.basis_row\(_k\d*, 0, x\)", src) and "rt.basis(_K, 0, x)" not in src
+    assert ".size - 1 - _i" in src  # x[::-1]'s tangent read backwards in a fused loop, not copied
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_view_written_after_it_is_taken(target):
+    x = RNG.uniform(0.2, 1.0, 6)
+    got = s2s.jacfwd(written_view, target=target)(x)
+    np.testing.assert_allclose(got, fd_jacobian(written_view, (x,)), rtol=1e-6, atol=1e-8)
+
+
+def test_functions_with_loops_keep_vector_mode():
+    def stencil(x):
+        y = np.empty_like(x)
+        for i in range(x.shape[0]):
+            y[i] = np.sin(x[i]) * np.sum(x)
+        return y
+
+    x = RNG.uniform(0.2, 1.0, 5)
+    jac = s2s.jacfwd(stencil, target="python")
+    np.testing.assert_allclose(jac(x), fd_jacobian(stencil, (x,)), rtol=1e-6, atol=1e-8)
+    assert "rt.basis_row" not in s2s.source(jac, x)
+
+
+def test_fusion_reads_a_reversed_view_backwards():
+    body = gast.parse("v = a[::-1]\nt = v * b\nu = t + b\nreturn u").body
+    types = {v: numba.float64[::1] for v in "abtuv"}
+    fused = fuse(body, types, Namer(set("abtuv")))
+    src = to_source(gast.Module(body=fused, type_ignores=[]))
+    assert "rt.flat(a)" in src and "a.size - 1 - _i" in src
+    a, b = RNG.normal(size=5), RNG.normal(size=5)
+    namespace = {"np": np, "rt": __import__("s2s_runtime")}
+    exec("def f(a, b):\n" + "\n".join("    " + line for line in src.splitlines()), namespace)
+    np.testing.assert_array_equal(namespace["f"](a, b), a[::-1] * b + b)
