@@ -9,6 +9,8 @@ Workloads (float64 throughout):
 
 * H1, H2: the Hessian of ``sum_logistic(x) = np.sum(1 / (1 + np.exp(-x)))`` at n = 100 and n = 1000:
   ``s2s.hessian`` vs ``jax.jit(jax.hessian(f))`` vs ``autograd.hessian``.
+* H3, H4: the issue's Hessian, of ``mixed(x) = np.sum(x ** 4) + np.sum(np.sin(x) * x[::-1]) + np.sum(x) ** 2``
+  (a reversed view and sums: ``jacfwd`` sweeps one direction at a time) at n = 100 and n = 1000, the same tools.
 * JAC: the Jacobian of a 100 -> 100 function written with a Python loop (a nonlinear recurrence over a
   three-point stencil): ``s2s.jacfwd`` and ``s2s.jacrev`` vs ``jax.jit(jax.jacfwd(f))`` and
   ``jax.jit(jax.jacrev(f))`` (the loop written both with ``jax.lax.fori_loop``, as the Python loop reads, and
@@ -107,6 +109,10 @@ def sum_logistic(x):
     return np.sum(1 / (1 + np.exp(-x)))
 
 
+def mixed(x):
+    return np.sum(x ** 4) + np.sum(np.sin(x) * x[::-1]) + np.sum(x) ** 2
+
+
 def recurrence(x):
     """A 3-point stencil feeding a nonlinear recurrence: y[i] depends on x[i-1], x[i], x[i+1] and y[i-1]."""
     n = x.shape[0]
@@ -155,6 +161,19 @@ def logistic_grad(x):
 def logistic_hessian(x):
     s = 1 / (1 + np.exp(-x))
     return np.diag(s * (1 - s) * (1 - 2 * s))
+
+
+def mixed_grad(x):
+    return 4 * x ** 3 + np.cos(x) * x[::-1] + np.sin(x[::-1]) + 2 * np.sum(x)
+
+
+def mixed_hessian(x):
+    n = x.size
+    h = np.full((n, n), 2.0)
+    j = np.arange(n)
+    h[j, j] += 12 * x ** 2 - np.sin(x) * x[::-1]
+    h[j, n - 1 - j] += np.cos(x) + np.cos(x[::-1])
+    return h
 
 
 def recurrence_jacobian(x):
@@ -233,14 +252,16 @@ def rel_err(got, ref) -> float:
 # ---------------------------------------------------------------------------------------------------------------
 # Workloads: sizes, data, the reference and its check
 # ---------------------------------------------------------------------------------------------------------------
-FULL = {"H1": {"n": 100}, "H2": {"n": 1000}, "JAC": {"n": 100}, "JAC2": {"n": 100},
+FULL = {"H1": {"n": 100}, "H2": {"n": 1000}, "H3": {"n": 100}, "H4": {"n": 1000}, "JAC": {"n": 100}, "JAC2": {"n": 100},
         "HVP": {"batch": 128, "sizes": (784, 256, 10)}, "VJP": {"n": 10000}}
-QUICK = {"H1": {"n": 100}, "H2": {"n": 300}, "JAC": {"n": 50}, "JAC2": {"n": 50},
+QUICK = {"H1": {"n": 100}, "H2": {"n": 300}, "H3": {"n": 100}, "H4": {"n": 300}, "JAC": {"n": 50}, "JAC2": {"n": 50},
          "HVP": {"batch": 32, "sizes": (784, 256, 10)}, "VJP": {"n": 1000}}
 
 DESCRIPTIONS = {
     "H1": "Hessian of np.sum(1/(1+np.exp(-x))), n={n}",
     "H2": "Hessian of np.sum(1/(1+np.exp(-x))), n={n}",
+    "H3": "Hessian of np.sum(x**4) + np.sum(np.sin(x)*x[::-1]) + np.sum(x)**2, n={n}",
+    "H4": "Hessian of np.sum(x**4) + np.sum(np.sin(x)*x[::-1]) + np.sum(x)**2, n={n}",
     "JAC": "Jacobian of a {n}->{n} Python loop: y[i] = tanh(x[i-1]*x[i+1]) + 0.5*sin(y[i-1])*x[i]",
     "JAC2": "Jacobian of a {n}->{n} Python loop: acc = 0.5*acc + sin(x[i]); y[i] = acc*x[i]",
     "HVP": "Hessian-vector product of np.sum((np.tanh(x @ w1) @ w2 - y)**2) w.r.t. w1, batch {batch}, {sizes_text}",
@@ -257,7 +278,7 @@ AIM_TEXT = ("faster than JAX on every row with loops, within 1.5x of JAX elsewhe
 
 def make_data(workload: str, size: dict, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
-    if workload in ("H1", "H2", "JAC", "JAC2"):
+    if workload in ("H1", "H2", "H3", "H4", "JAC", "JAC2"):
         return {"x": rng.standard_normal(size["n"])}
     if workload == "VJP":
         return {"x": rng.standard_normal(size["n"]), "w": rng.standard_normal(size["n"])}
@@ -277,6 +298,11 @@ def reference(workload: str, data: dict) -> tuple[np.ndarray, str, float]:
         ref = logistic_hessian(x)
         return ref, "analytic diag(s(1-s)(1-2s)); vs central FD of the analytic gradient", \
             rel_err(fd_columns(logistic_grad, x, 1e-5), ref)
+    if workload in ("H3", "H4"):
+        x = data["x"]
+        ref = mixed_hessian(x)
+        return ref, "analytic (diagonal, anti-diagonal, 2); vs central FD of the analytic gradient", \
+            rel_err(fd_columns(mixed_grad, x, 1e-6), ref)
     if workload == "JAC":
         x = data["x"]
         ref = recurrence_jacobian(x)
@@ -336,6 +362,32 @@ def autograd_hessian(data):
 
     def f(x):
         return anp.sum(1 / (1 + anp.exp(-x)))
+    h = autograd.hessian(f)
+    return lambda: h(data["x"])
+
+
+# --- Hessian of mixed ---------------------------------------------------------------------------------------
+def s2s_mixed_hessian(data):
+    h = _s2s().hessian(mixed)
+    return lambda: h(data["x"])
+
+
+def jax_mixed_hessian(data):
+    jax = _jax()
+    import jax.numpy as jnp
+
+    def f(x):
+        return jnp.sum(x ** 4) + jnp.sum(jnp.sin(x) * x[::-1]) + jnp.sum(x) ** 2
+    h = jax.jit(jax.hessian(f))
+    (x,) = _jax_put(jax, data, ["x"])
+    return lambda: jax.block_until_ready(h(x))
+
+
+def autograd_mixed_hessian(data):
+    autograd, anp = _autograd()
+
+    def f(x):
+        return anp.sum(x ** 4) + anp.sum(anp.sin(x) * x[::-1]) + anp.sum(x) ** 2
     h = autograd.hessian(f)
     return lambda: h(data["x"])
 
@@ -498,6 +550,10 @@ ROWS = [
         ("s2s", "s2s hessian", s2s_hessian),
         ("jax", "JAX jit(hessian)", jax_hessian),
         ("autograd", "autograd hessian", autograd_hessian))],
+    *[(w, tool, label, "hessian", prep) for w in ("H3", "H4") for tool, label, prep in (
+        ("s2s", "s2s hessian", s2s_mixed_hessian),
+        ("jax", "JAX jit(hessian)", jax_mixed_hessian),
+        ("autograd", "autograd hessian", autograd_mixed_hessian))],
     ("JAC", "s2s", "s2s jacfwd", "jacfwd", s2s_jacfwd),
     ("JAC", "jax", "JAX jit(jacfwd) scan", "jacfwd", _jax_jacobian("jacfwd", "scan")),
     ("JAC", "jax", "JAX jit(jacfwd) fori_loop", "jacfwd", _jax_jacobian("jacfwd", "fori")),

@@ -35,7 +35,7 @@ def test_bench_forward_quick(tmp_path):
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     assert "Aims" in result.stdout
     payload = json.loads(out.read_text())
-    assert {r["workload"] for r in payload["rows"]} == {"H1", "H2", "JAC", "HVP", "VJP"}
+    assert {r["workload"] for r in payload["rows"]} == {"H1", "H2", "H3", "H4", "JAC", "JAC2", "HVP", "VJP"}
     assert all(ref["fd_ok"] for ref in payload["references"].values())
     # every tool that ran outside s2s agrees with the analytic reference (s2s rows report their own failures)
     assert all(r["status"] in ("ok", "skipped") for r in payload["rows"] if r["tool"] != "s2s")
