@@ -389,7 +389,7 @@ def _fresh(value) -> bool:
 
 def _value_type(node, type_of):
     """The Numba type of an element-wise expression over typed names (arithmetic, element-wise calls), else
-    None: a new C array where an operand is an array (float64 unless every operand is an integer)."""
+    None: a new C array where an operand is an array (float64 where an operand is a float, or a quotient)."""
     if isinstance(node, gast.Constant):
         return types.float64 if isinstance(node.value, float) else types.int64 \
             if isinstance(node.value, int) and not isinstance(node.value, bool) else None
@@ -409,9 +409,15 @@ def _value_type(node, type_of):
     if any(t is None for t in found):
         return None
     dtypes = [t.dtype if isinstance(t, types.Array) else t for t in found]
-    floating = isinstance(node, gast.Call) or isinstance(getattr(node, "op", None), (gast.Div, gast.Pow)) \
-        or any(isinstance(d, types.Float) for d in dtypes)
-    dtype = types.float64 if floating else types.int64
+    op = getattr(node, "op", None)
+    if not all(isinstance(d, (types.Float, types.Integer)) for d in dtypes) or types.float32 in dtypes:
+        return None  # float32 keeps its kind or not by NumPy's rules: left unknown
+    if any(isinstance(d, types.Float) for d in dtypes) or isinstance(op, gast.Div):
+        dtype = types.float64
+    elif isinstance(op, (gast.Add, gast.Sub, gast.Mult, gast.USub)):
+        dtype = types.int64
+    else:  # a call or a power of integers: the result's kind depends on the function
+        return None
     ndim = max((t.ndim for t in found if isinstance(t, types.Array)), default=0)
     return types.Array(dtype, ndim, "C") if ndim else dtype
 
