@@ -104,26 +104,28 @@ class Transformed(Specialised):
         return tuple(out)
 
     # -------------------------------------------------------------- entries
-    def entry(self, args: tuple, extra_types: tuple = (), fuse: bool = True) -> Entry:
+    def entry(self, args: tuple, extra_types: tuple = (), fuse: bool = True, kernel: bool = False) -> Entry:
         """The compiled entry for the types of ``args`` (built at the first call with them).
 
         Containers among ``args`` are flattened: the entry takes their leaves.
-        ``fuse=False`` keeps element-wise code unfused (for transforming it again).
+        ``fuse=False`` keeps element-wise code unfused (for transforming it again); ``kernel=True`` builds
+        code a CUDA kernel can run (``jacfwd`` in vector mode: a sweep one direction at a time allocates).
         """
         leaves, structures = _flatten_all(args)
-        return self.entry_for_types(tuple(typeof_value(a) for a in leaves), structures, extra_types, fuse)
+        return self.entry_for_types(tuple(typeof_value(a) for a in leaves), structures, extra_types, fuse, kernel)
 
     def entry_for_types(self, key: tuple, structures: tuple = (), extra_types: tuple = (),
-                        fuse: bool = True) -> Entry:
+                        fuse: bool = True, kernel: bool = False) -> Entry:
         """The compiled entry for Numba argument types ``key`` (the leaves of ``structures``)."""
         if not structures:
             from .tree_util import LEAF
 
             structures = (LEAF,) * len(key)
-        return self._entry(entry_key(key, structures, extra_types + (() if fuse else ("unfused",))),
-                           lambda: self._build(key, structures, extra_types, fuse))
+        marks = (() if fuse else ("unfused",)) + (("kernel",) if kernel else ())
+        return self._entry(entry_key(key, structures, extra_types + marks),
+                           lambda: self._build(key, structures, extra_types, fuse, kernel))
 
-    def _build(self, key: tuple, structures: tuple, extra_types: tuple, fuse: bool) -> Entry:
+    def _build(self, key: tuple, structures: tuple, extra_types: tuple, fuse: bool, kernel: bool = False) -> Entry:
         """The entry for argument types ``key``: generated (or loaded from the disk cache) and compiled."""
         fn, transform, scalar_output = self.fn, self.transform, False
         if isinstance(fn, Transformed):
@@ -140,7 +142,7 @@ class Transformed(Specialised):
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
                           self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed),
                           fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes, specialise=specialise,
-                          split_vjp=transform == "vjp")
+                          split_vjp=transform == "vjp", row_sweeps=not kernel)
         program = builder.program()
         cache = default_cache() if not program.transformed else None
         # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once. An

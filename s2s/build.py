@@ -82,7 +82,7 @@ class Builder:
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
                  target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
                  takes_leaves: bool = False, fast_math: bool = True, max_tape_bytes: int | None = None,
-                 specialise=None, split_vjp: bool = False):
+                 specialise=None, split_vjp: bool = False, row_sweeps: bool = True):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
@@ -92,6 +92,7 @@ class Builder:
         self.argnums = (argnums,) if self.single else tuple(argnums)
         self.has_aux = has_aux
         self.target = target
+        self.row_sweeps = row_sweeps  # jacfwd of straight-line code one direction at a time (not in kernels)
         self.scalar_output = scalar_output  # a gradient computed in forward mode still needs a scalar
         self.fuse = fuse and target != "python"
         # the runtime's vectorising elementary functions instead of libm (not in code made to be transformed again)
@@ -143,7 +144,7 @@ class Builder:
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
                  repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse),
                  repr(self.vector_math), repr(self.max_tape_bytes), repr(self.automatic_checkpoints),
-                 repr(self.split_vjp),
+                 repr(self.split_vjp), repr(self.row_sweeps),
                  repr(sorted(USER_RULES.items()))]
         for f in program.functions.values():
             marks = [getattr(n, "s2s_checkpoint", None) for n in gast.walk(f.node) if isinstance(n, gast.For)]
@@ -163,7 +164,8 @@ class Builder:
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
         typed = typer.type(root, arg_types)
         self._check(root, typed)
-        generator = _Generator(program, typer, self.fuse, self.max_tape_bytes, self.automatic_checkpoints)
+        generator = _Generator(program, typer, self.fuse, self.max_tape_bytes, self.automatic_checkpoints,
+                               self.row_sweeps)
         adjoint = ""
         if self.transform == "jit":
             entry = root.name
@@ -318,8 +320,9 @@ class _Generator:
     """Generates the entry function and the ``*_vjp`` functions of the callees it reaches."""
 
     def __init__(self, program: Program, typer: Typer, fuse_loops: bool = True, max_tape_bytes: int = 2 ** 62,
-                 automatic_checkpoints: bool = False):
+                 automatic_checkpoints: bool = False, row_sweeps: bool = True):
         self.program = program
+        self.row_sweeps = row_sweeps
         self.max_tape_bytes = max_tape_bytes
         self.automatic_checkpoints = automatic_checkpoints
         self.typer = typer
@@ -767,7 +770,7 @@ class _Generator:
         with section("forward transform"):
             body, ret = ft.build()
         rows = None
-        if vector and not given and _per_direction_loops(body, count):
+        if vector and self.row_sweeps and not given and _per_direction_loops(body, count):
             rows = self._row_sweep(typed, activity, namer, active_params, count, offsets, has_aux)
         if rows is not None:
             body, ret, row_types = rows

@@ -121,7 +121,8 @@ class Vmapped(Specialised):
                 raise InputError("a vmap with target='cuda' cannot be batched again: give target='cuda' to the "
                                  "outer vmap only")
             example = _example(leaves, axes, structures)
-            inner = self.inner.entry(example)
+            inner = self.inner.entry(example, kernel=True) if self.target == "cuda" and isinstance(
+                self.inner, Transformed) else self.inner.entry(example)
             example_leaves = _flatten_all(example)[0]
             outputs = inner.function(*example_leaves)
             entry = self._build(inner, example_leaves, axes, outputs, leaf_types)

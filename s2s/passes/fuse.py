@@ -297,7 +297,9 @@ class _Fuser:
         out, k = [], 0
         while k < len(body):
             if isinstance(body[k], gast.For) and getattr(body[k], "s2s_directions", False):
-                body[k].body = _Fuser(self.types, self.namer).block(body[k].body)  # one direction's arrays
+                inner = _Fuser(self.types, self.namer)  # one direction's arrays, shaped as what came before
+                inner.shapes.symbols, inner.shapes.bound = dict(self.shapes.symbols), self.shapes.bound.copy()
+                body[k].body = inner.block(body[k].body)
                 out.append(body[k])
                 self.shapes.step(body[k])
                 k += 1
