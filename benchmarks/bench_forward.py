@@ -340,56 +340,33 @@ def _autograd():
     return autograd, anp
 
 
-# --- Hessian of sum_logistic ---------------------------------------------------------------------------------
-def s2s_hessian(data):
-    h = _s2s().hessian(sum_logistic)
-    return lambda: h(data["x"])
+# --- Hessians: sum_logistic (H1, H2) and mixed (H3, H4) ---------------------------------------------------
+def _hessians(fn, over):
+    """The s2s, JAX and autograd rows of the Hessian of ``fn``; ``over(xp, x)`` is ``fn`` written with the array
+    module ``xp`` (``jax.numpy``, ``autograd.numpy``)."""
+    def s2s_rows(data):
+        h = _s2s().hessian(fn)
+        return lambda: h(data["x"])
+
+    def jax_rows(data):
+        jax = _jax()
+        import jax.numpy as jnp
+
+        h = jax.jit(jax.hessian(lambda x: over(jnp, x)))
+        (x,) = _jax_put(jax, data, ["x"])
+        return lambda: jax.block_until_ready(h(x))
+
+    def autograd_rows(data):
+        autograd, anp = _autograd()
+        h = autograd.hessian(lambda x: over(anp, x))
+        return lambda: h(data["x"])
+
+    return (("s2s", "s2s hessian", s2s_rows), ("jax", "JAX jit(hessian)", jax_rows),
+            ("autograd", "autograd hessian", autograd_rows))
 
 
-def jax_hessian(data):
-    jax = _jax()
-    import jax.numpy as jnp
-
-    def f(x):
-        return jnp.sum(1 / (1 + jnp.exp(-x)))
-    h = jax.jit(jax.hessian(f))
-    (x,) = _jax_put(jax, data, ["x"])
-    return lambda: jax.block_until_ready(h(x))
-
-
-def autograd_hessian(data):
-    autograd, anp = _autograd()
-
-    def f(x):
-        return anp.sum(1 / (1 + anp.exp(-x)))
-    h = autograd.hessian(f)
-    return lambda: h(data["x"])
-
-
-# --- Hessian of mixed ---------------------------------------------------------------------------------------
-def s2s_mixed_hessian(data):
-    h = _s2s().hessian(mixed)
-    return lambda: h(data["x"])
-
-
-def jax_mixed_hessian(data):
-    jax = _jax()
-    import jax.numpy as jnp
-
-    def f(x):
-        return jnp.sum(x ** 4) + jnp.sum(jnp.sin(x) * x[::-1]) + jnp.sum(x) ** 2
-    h = jax.jit(jax.hessian(f))
-    (x,) = _jax_put(jax, data, ["x"])
-    return lambda: jax.block_until_ready(h(x))
-
-
-def autograd_mixed_hessian(data):
-    autograd, anp = _autograd()
-
-    def f(x):
-        return anp.sum(x ** 4) + anp.sum(anp.sin(x) * x[::-1]) + anp.sum(x) ** 2
-    h = autograd.hessian(f)
-    return lambda: h(data["x"])
+LOGISTIC_HESSIANS = _hessians(sum_logistic, lambda xp, x: xp.sum(1 / (1 + xp.exp(-x))))
+MIXED_HESSIANS = _hessians(mixed, lambda xp, x: xp.sum(x ** 4) + xp.sum(xp.sin(x) * x[::-1]) + xp.sum(x) ** 2)
 
 
 # --- Jacobian of the loop ------------------------------------------------------------------------------------
@@ -546,14 +523,8 @@ def numpy_hvp(data):
 
 ROWS = [
     # (workload, tool, label, kind, prepare)
-    *[(w, tool, label, "hessian", prep) for w in ("H1", "H2") for tool, label, prep in (
-        ("s2s", "s2s hessian", s2s_hessian),
-        ("jax", "JAX jit(hessian)", jax_hessian),
-        ("autograd", "autograd hessian", autograd_hessian))],
-    *[(w, tool, label, "hessian", prep) for w in ("H3", "H4") for tool, label, prep in (
-        ("s2s", "s2s hessian", s2s_mixed_hessian),
-        ("jax", "JAX jit(hessian)", jax_mixed_hessian),
-        ("autograd", "autograd hessian", autograd_mixed_hessian))],
+    *[(w, tool, label, "hessian", prep) for w in ("H1", "H2") for tool, label, prep in LOGISTIC_HESSIANS],
+    *[(w, tool, label, "hessian", prep) for w in ("H3", "H4") for tool, label, prep in MIXED_HESSIANS],
     ("JAC", "s2s", "s2s jacfwd", "jacfwd", s2s_jacfwd),
     ("JAC", "jax", "JAX jit(jacfwd) scan", "jacfwd", _jax_jacobian("jacfwd", "scan")),
     ("JAC", "jax", "JAX jit(jacfwd) fori_loop", "jacfwd", _jax_jacobian("jacfwd", "fori")),
