@@ -27,8 +27,8 @@ from numba.core import types
 from .helper_cache import overload, register_jitable
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
-           "broadcast_like", "basis", "jacobian", "batch_like", "flat",
-           "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows"]
+           "broadcast_like", "basis", "jacobian", "jacobian_block", "column_buffer", "jacobian_column", "batch_like",
+           "flat", "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows"]
 
 
 def unbroadcast(g, like):
@@ -378,6 +378,88 @@ def _jacobian_nb(t_dot, out, offset, x):
         count = t_dot.shape[0]
         flat = np.ascontiguousarray(t_dot).reshape((count, out.size))[offset:offset + x.size]
         return np.ascontiguousarray(flat.T).reshape(out.shape + x.shape)
+
+    return impl
+
+
+def jacobian_block(item, x):
+    """An empty forward-mode Jacobian block for input ``x`` of an output shaped like ``item`` (one direction's
+    tangent): ``item.shape + x.shape``, filled column by column by :func:`jacobian_column`.
+
+    >>> jacobian_block(np.zeros(2), np.zeros(3)).shape
+    (2, 3)
+    """
+    return np.empty(np.shape(item) + np.shape(x), np.asarray(item).dtype)
+
+
+@overload(jacobian_block)
+def _jacobian_block_nb(item, x):
+    if isinstance(x, types.Array):
+        return lambda item, x: np.empty(item.shape + x.shape, item.dtype)
+    return lambda item, x: np.empty(item.shape, item.dtype)
+
+
+COLUMNS_PER_BLOCK = 16  # the columns a Jacobian block gathers before it writes them, a cache line per row
+
+
+def column_buffer(item, x):
+    """Room for the next columns of a Jacobian block (one direction's tangent ``item`` per row): the block's
+    rows are then written a cache line at a time, not one number per row and column.
+
+    >>> column_buffer(np.zeros(5), np.zeros(40)).shape
+    (16, 5)
+    """
+    return np.empty((min(COLUMNS_PER_BLOCK, max(np.size(x), 1)), np.size(item)), np.asarray(item).dtype)
+
+
+@overload(column_buffer)
+def _column_buffer_nb(item, x):
+    def impl(item, x):
+        return np.empty((min(COLUMNS_PER_BLOCK, max(np.size(x), 1)), item.size), item.dtype)
+
+    return impl
+
+
+def jacobian_column(block, buffer, item, k, offset):
+    """Direction ``k``'s tangent ``item`` as column ``k - offset`` of ``block`` (from :func:`jacobian_block`,
+    for an input whose directions start at ``offset``); nothing where ``k`` is another input's direction.
+
+    Columns gather in ``buffer`` (from :func:`column_buffer`) and reach the block a buffer at a time, when
+    it is full or the input's last column arrives: the block is complete after the last direction.
+
+    >>> block = jacobian_block(np.zeros(2), np.zeros(2)); buffer = column_buffer(np.zeros(2), np.zeros(2))
+    >>> for k in range(3):
+    ...     jacobian_column(block, buffer, np.array([1.0, 2.0]) * k, k, 1)
+    >>> block
+    array([[1., 2.],
+           [2., 4.]])
+    """
+    rows = np.size(item)
+    columns = np.size(block) // rows if rows else 0
+    j = k - offset
+    if 0 <= j < columns:
+        np.reshape(block, (rows, columns))[:, j] = np.ravel(item)
+
+
+@overload(jacobian_column)
+def _jacobian_column_nb(block, buffer, item, k, offset):
+    def impl(block, buffer, item, k, offset):
+        rows = item.size
+        columns = block.size // rows if rows else 0
+        j = k - offset
+        if j < 0 or j >= columns:
+            return
+        gathered = buffer.shape[0]
+        slot = j % gathered
+        flat_item = np.ascontiguousarray(item).reshape(-1)
+        for r in range(rows):
+            buffer[slot, r] = flat_item[r]
+        if slot == gathered - 1 or j == columns - 1:
+            first = j - slot
+            flat_block = block.reshape((rows, columns))
+            for r in range(rows):
+                for c in range(slot + 1):
+                    flat_block[r, first + c] = buffer[c, r]
 
     return impl
 

@@ -30,7 +30,7 @@ from . import pipeline
 from .analysis.activity import Activity
 from .analysis.indexing import index_parts
 from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
-from .astutil import assign, call, const, name
+from .astutil import assign, attr_chain, call, const, name
 from .checkpointing import default_tape_budget
 from .clock import section
 from .codegen import module_source
@@ -258,6 +258,70 @@ def _per_direction_loops(body: list, count: str) -> bool:
     if any(isinstance(n, (gast.For, gast.While)) and not _over(n, count) for s in body for n in gast.walk(s)):
         return False
     return any(isinstance(s, gast.For) and _over(s, count) for s in body)
+
+
+def _outputs(ret, has_aux: bool) -> list:
+    """The names a function returns (without its aux value)."""
+    value = ret.elts[0] if has_aux else ret
+    return [v for v in (value.elts if isinstance(value, gast.Tuple) else [value]) if isinstance(v, gast.Name)]
+
+
+def _jacobian_columns(body: list, tangents: set[str], params: list[str], offsets: list,
+                      namer: Namer) -> dict[str, list[str]]:
+    """Rewrite ``body`` (a sweep one direction at a time) so that each returned tangent in ``tangents`` that
+    a direction loop gathers into an array of every direction (``if _k == 0: t_new = rt.batch_like(t_k, _K)``,
+    ``t_new[_k] = t_k``, then ``t = t_new``) goes straight into its Jacobian blocks instead, one per input
+    (``rt.jacobian_column``): no ``(K, ...)`` array, and no transposition after the loop. Returns each such
+    tangent's blocks, in the order of ``params``; a tangent read after its loop keeps its array."""
+    columns: dict[str, list[str]] = {}
+    for at, loop in enumerate(body):
+        if not (isinstance(loop, gast.For) and getattr(loop, "s2s_directions", False)):
+            continue
+        k = loop.target.id
+        for i, (first, store) in enumerate(zip(loop.body, loop.body[1:])):
+            gathered = _gathered(first, store, k)
+            if gathered is None:
+                continue
+            whole, item = gathered
+            after = body[at + 1] if at + 1 < len(body) else None
+            if not (isinstance(after, gast.Assign) and isinstance(after.targets[0], gast.Name)
+                    and after.targets[0].id in tangents and isinstance(after.value, gast.Name)
+                    and after.value.id == whole):
+                continue
+            tangent = after.targets[0].id
+            if any(isinstance(n, gast.Name) and n.id in (tangent, whole) for s in body[at + 2:] for n in gast.walk(s)):
+                continue
+            blocks = [namer.fresh(f"{tangent}_{p}") for p in params]
+            buffer = namer.fresh(f"{tangent}_columns")
+            first.body = [assign(b, call("rt.jacobian_block", name(item), name(p))) for b, p in zip(blocks, params)] \
+                + [assign(buffer, call("rt.column_buffer", name(item), name(params[0])))]
+            writes = [gast.Expr(value=call("rt.jacobian_column", name(b), name(buffer), name(item), name(k),
+                                           copy.deepcopy(o))) for b, o in zip(blocks, offsets)]
+            loop.body[i + 1:i + 2] = writes
+            del body[at + 1]
+            columns[tangent] = blocks
+            break
+    return columns
+
+
+def _gathered(first, store, k: str) -> tuple[str, str] | None:
+    """(``t_new``, ``t_k``) where ``first, store`` are ``if k == 0: t_new = rt.batch_like(t_k, count)`` and
+    ``t_new[k] = t_k``, else None."""
+    test = first.test if isinstance(first, gast.If) else None
+    if not (isinstance(test, gast.Compare) and isinstance(test.left, gast.Name) and test.left.id == k
+            and isinstance(test.comparators[0], gast.Constant) and test.comparators[0].value == 0
+            and not first.orelse and len(first.body) == 1
+            and isinstance(first.body[0], gast.Assign) and isinstance(first.body[0].targets[0], gast.Name)
+            and isinstance(first.body[0].value, gast.Call) and attr_chain(first.body[0].value.func) == "rt.batch_like"
+            and isinstance(first.body[0].value.args[0], gast.Name)):
+        return None
+    whole, item = first.body[0].targets[0].id, first.body[0].value.args[0].id
+    if not (isinstance(store, gast.Assign) and isinstance(store.targets[0], gast.Subscript)
+            and isinstance(store.targets[0].value, gast.Name) and store.targets[0].value.id == whole
+            and isinstance(store.targets[0].slice, gast.Name) and store.targets[0].slice.id == k
+            and isinstance(store.value, gast.Name) and store.value.id == item):
+        return None
+    return whole, item
 
 
 def _over(loop, count: str) -> bool:
@@ -769,11 +833,14 @@ class _Generator:
         ft = ForwardTransform(typed, activity, namer, lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
         with section("forward transform"):
             body, ret = ft.build()
-        rows = None
+        rows, columns = None, {}
         if vector and self.row_sweeps and not given and _per_direction_loops(body, count):
             rows = self._row_sweep(typed, activity, namer, active_params, count, offsets, has_aux)
         if rows is not None:
             body, ret, row_types = rows
+            if self.fuse_loops:  # final code: the sweep writes the Jacobian blocks column by column
+                columns = _jacobian_columns(body, {namer.tangent(v.id) for v in _outputs(ret, has_aux)},
+                                            active_params, offsets, namer)
         value = ret.elts[0] if has_aux else ret
         aux = [copy.deepcopy(ret.elts[1])] if has_aux else []
         if vector:
@@ -783,8 +850,9 @@ class _Generator:
                 if not isinstance(tangent, gast.Name):
                     body.append(assign(namer.fresh("_tangent"), tangent))
                     tangent = name(body[-1].targets[0].id)
-                blocks = [call("rt.jacobian", copy.deepcopy(tangent), copy.deepcopy(v), copy.deepcopy(o),
-                               name(given.get(p, p))) for o, p in zip(offsets, active_params)]
+                blocks = [name(b) for b in columns[tangent.id]] if tangent.id in columns else [
+                    call("rt.jacobian", copy.deepcopy(tangent), copy.deepcopy(v), copy.deepcopy(o),
+                         name(given.get(p, p))) for o, p in zip(offsets, active_params)]
                 jacs.append(blocks[0] if single else gast.Tuple(elts=blocks, ctx=gast.Load()))
             jac = gast.Tuple(elts=jacs, ctx=gast.Load()) if isinstance(value, gast.Tuple) else jacs[0]
             result = gast.Tuple(elts=[jac] + aux, ctx=gast.Load()) if has_aux else jac

@@ -17,6 +17,7 @@ import pytest
 from test_forward import fd_jacobian
 
 import s2s
+import s2s_runtime
 from s2s.astutil import to_source
 from s2s.passes.fuse import Namer, fuse
 
@@ -96,3 +97,51 @@ def test_fusion_reads_a_reversed_view_backwards():
     namespace = {"np": np, "rt": __import__("s2s_runtime")}
     exec("def f(a, b):\n" + "\n".join("    " + line for line in src.splitlines()), namespace)
     np.testing.assert_array_equal(namespace["f"](a, b), a[::-1] * b + b)
+
+
+def three_blocks(x, a, b):
+    """A matrix, a scalar and a vector in, a matrix out: Jacobian blocks of rank 4, 2 and 3."""
+    s = np.sum(x * x) + np.sum(b[::-1] * b) * a
+    return np.sin(x) * s + a * x
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_the_sweep_writes_each_jacobian_block_column_by_column(target):
+    # 39 + 1 + 20 directions: x's columns reach its block in buffers of 16, 16 and 7, b's in 16 and 4
+    x, a, b = RNG.uniform(0.2, 1.0, (3, 13)), 0.7, RNG.uniform(0.2, 1.0, 20)
+    jac = s2s.jacfwd(three_blocks, argnums=(0, 1, 2), target=target)
+    got = jac(x, a, b)
+    assert [g.shape for g in got] == [(3, 13, 3, 13), (3, 13), (3, 13, 20)]
+    for k, block in enumerate(got):
+        np.testing.assert_allclose(block, fd_jacobian(three_blocks, (x, a, b), k), rtol=1e-6, atol=1e-8)
+    if target == "cpu":  # compiled code (not code transformed again, nor target="python") writes the blocks
+        src = s2s.source(jac, x, a, b)
+        assert src.count("rt.jacobian_column(") == 3 and "rt.batch_like" not in src and "rt.jacobian(" not in src
+
+
+def test_jacobian_columns_compiled_match_numpy():
+    @numba.njit
+    def gather(items, x, offset):
+        block = s2s_runtime.jacobian_block(items[0], x)
+        buffer = s2s_runtime.column_buffer(items[0], x)
+        for k in range(items.shape[0]):
+            s2s_runtime.jacobian_column(block, buffer, items[k], k, offset)
+        return block
+
+    items, x = RNG.normal(size=(45, 3, 2)), np.zeros((5, 7))
+    expected = np.moveaxis(items[4:39], 0, -1).reshape(3, 2, 5, 7)  # directions 4 ... 38 are x's
+    np.testing.assert_array_equal(gather(items, x, 4), expected)
+    vector = RNG.normal(size=(30, 4))
+    np.testing.assert_array_equal(gather(vector, np.zeros(20), 3), vector[3:23].T)
+
+
+def test_fusion_views_no_array_it_takes_only_a_shape_from():
+    # `c` only gives rt.unbroadcast its shape: a view of it (a copy, where it is not contiguous) is not made
+    body = gast.parse("t = rt.unbroadcast(a * b, c)\nu = t + b\nreturn u").body
+    types = {v: numba.float64[::1] for v in "abtu"} | {"c": numba.float64[:]}
+    src = to_source(gast.Module(body=fuse(body, types, Namer(set("abctu"))), type_ignores=[]))
+    assert "for _i" in src and "rt.flat(a)" in src and "rt.flat(c)" not in src
+    a, b, c = RNG.normal(size=5), RNG.normal(size=5), RNG.normal(size=10)[::2]
+    namespace = {"np": np, "rt": s2s_runtime}
+    exec("def f(a, b, c):\n" + "\n".join("    " + line for line in src.splitlines()), namespace)
+    np.testing.assert_array_equal(namespace["f"](a, b, c), a * b + b)

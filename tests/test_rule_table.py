@@ -364,7 +364,8 @@ for _fn in (rt.reserve, rt.reversed_range, rt.reversed_steps):
     COVERED_ELSEWHERE[_fn] = "tapes of loops: tests/test_higher_order.py differentiates gradients of loops"
 for _fn in (rt.keep_tape, rt.copy_tape):
     COVERED_ELSEWHERE[_fn] = "the tape of split-mode vjp: tests/test_split_vjp.py"
-for _fn in (rt.basis, rt.basis_row, rt.unit_cotangent, rt.batch_like, rt.contract, rt.jacobian, rt.jacobian_rows):
+for _fn in (rt.basis, rt.basis_row, rt.unit_cotangent, rt.batch_like, rt.contract, rt.jacobian, rt.jacobian_rows,
+            rt.jacobian_block, rt.column_buffer, rt.jacobian_column):
     COVERED_ELSEWHERE[_fn] = "Jacobian assembly of jacfwd/jacrev: tests/test_higher_order.py and test_api.py"
 for _fn in (rt.unit_cotangents, rt.direction_zeros, rt.directions_per_sweep):
     COVERED_ELSEWHERE[_fn] = "jacrev's vector-mode sweep: tests/test_jacrev_directions.py (against differences)"

@@ -539,7 +539,9 @@ class _Fuser:
                     flat[buffer] = self.namer.fresh(f"_{buffer}")
                 target = in_bounds(gast.Subscript(value=name(flat[buffer]), slice=name(index), ctx=gast.Store()))
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
-        views = [assign(flat[v], call("rt.flat", name(mirrored.get(v, v)))) for v in flat]
+        # an input only a shape is taken from (``like`` of ``rt.unbroadcast(e, like)``) is not read: no view
+        views = [assign(flat[v], call("rt.flat", name(mirrored.get(v, v)))) for v in flat
+                 if v in loaded or v not in run.inputs]
         live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
         loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
         first_pass: list = []

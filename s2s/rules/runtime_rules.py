@@ -74,6 +74,8 @@ defnondiff("k, offset, x", rt.basis_row, fresh=True, shape_only=("x",))
 defnondiff("out, j", rt.unit_cotangent)
 defnondiff("out", rt.zero_cotangent)
 defnondiff("first, n", rt.batch_like)
+defnondiff("item, x", rt.jacobian_block, rt.column_buffer, fresh=True, shape_only=("item", "x"))
+deffacts("block, buffer, item, k, offset", rt.jacobian_column, pure=False)  # writes into block and buffer
 defnondiff("out, start, stop", rt.unit_cotangents, fresh=True)
 defnondiff("count, like", rt.direction_zeros, fresh=True, shape_only=("like",))
 defnondiff("rows, size", rt.directions_per_sweep)
