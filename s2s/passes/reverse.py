@@ -78,6 +78,7 @@ from ..astutil import assign, call, const, dotted, located, name, subst
 from ..errors import NoRuleError
 from ..rules import Rule, template
 from . import checkpoint
+from .bounds import in_bounds
 
 __all__ = ["ReverseTransform", "Contribution"]
 
@@ -481,7 +482,8 @@ class ReverseTransform:
             pre = [assign(result, call(vjp_name, *args))]
         for k, arg_index in enumerate(active_args):
             var = value.args[arg_index].id
-            expr = gast.Subscript(value=name(result), slice=const(k), ctx=gast.Load()) if build else None
+            # item k of the tuple the callee's vjp returns, one per active argument: in bounds by construction
+            expr = in_bounds(gast.Subscript(value=name(result), slice=const(k), ctx=gast.Load())) if build else None
             out.append(Contribution(var, expr, pre=pre))
             pre = []
         return out
