@@ -215,3 +215,24 @@ def test_the_pass_hoists_the_extremes_of_a_loop_s_indexes_and_skips_a_tuple_inde
         "    return s\n", x="array", n="int", i="int")
     assert numba_checks is False
     assert "if n > 2 and n - 1 >= x.shape[0]:" in source  # i - 2 >= 0 always; the largest index is n - 1
+
+
+def _step(x, y):
+    return np.sin(x) * y + x
+
+
+def steps(x, y, n):
+    for _ in range(n):
+        y = _step(x, y)
+    return np.sum(y * y) + y[1] * x[2]
+
+
+def test_a_caller_of_a_callee_s_vjp_is_compiled_without_numba_s_checks():
+    # the callee's vjp returns one item per active argument: `_vjp1[0]` needs no check, so the caller's
+    # other accesses keep their written checks and Numba checks none
+    got = s2s.grad(steps, argnums=(0, 1))(X.copy(), Y.copy(), 3)
+    for k in (0, 1):
+        expected = numerical_grad(lambda x, y: steps(np.array(x), np.array(y), 3), (X, Y), k)
+        np.testing.assert_allclose(got[k], expected, rtol=1e-6, atol=1e-8)
+    source = s2s.source(s2s.grad(steps, argnums=(0, 1)), X, Y, 3)
+    assert "_step_vjp(" in source and "boundscheck" not in source
