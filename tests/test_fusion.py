@@ -261,3 +261,17 @@ def test_a_scalar_sum_does_not_join_a_run_that_reads_the_scalar():
     namespace = {"np": np, "rt": __import__("s2s_runtime")}
     exec("def f(x, v):\n" + "\n".join("    " + line for line in source.splitlines()), namespace)
     np.testing.assert_allclose(namespace["f"](x, 1.5), x * 1.5 * 2.0 + 1.5 + np.sum(x * 2.0))
+
+
+def written_through_another_name(x):
+    a = np.sin(x)
+    c = a  # one array, two names: the write through `a` shows through `c`
+    a[0] = 5.0
+    return np.sum(c * x)
+
+
+def test_a_second_name_for_an_array_the_run_makes_stays_that_array():
+    # the run made `c` a copy of `a`, so the write after it did not reach `c` (a wrong value, no error)
+    x = RNG.uniform(0.1, 1.0, 5)
+    assert s2s.jit(written_through_another_name)(x) == pytest.approx(written_through_another_name(x), rel=1e-14)
+    assert "c = a" in s2s.source(s2s.jit(written_through_another_name), x)

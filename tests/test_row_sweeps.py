@@ -19,7 +19,7 @@ from test_forward import fd_jacobian
 import s2s
 import s2s_runtime
 from s2s.astutil import to_source
-from s2s.passes.fuse import Namer, fuse
+from s2s.passes.fuse import Namer, _Fuser, fuse
 
 RNG = np.random.default_rng(41)
 
@@ -145,3 +145,46 @@ def test_fusion_views_no_array_it_takes_only_a_shape_from():
     namespace = {"np": np, "rt": s2s_runtime}
     exec("def f(a, b, c):\n" + "\n".join("    " + line for line in src.splitlines()), namespace)
     np.testing.assert_array_equal(namespace["f"](a, b, c), a * b + b)
+
+
+def _run_fused(src: str, *args):
+    namespace = {"np": np, "rt": s2s_runtime}
+    exec("def f(b):\n" + "\n".join("    " + line for line in src.splitlines()), namespace)
+    return namespace["f"](*args)
+
+
+def _fused(text: str) -> str:
+    body = gast.parse(text).body
+    types = {v: numba.float64[::1] for v in "abctv"}
+    return to_source(gast.Module(body=fuse(body, types, Namer(set("abctv"))), type_ignores=[]))
+
+
+def test_fusion_writes_into_a_reversed_view_element_by_element():
+    # `a[::-1] = t` where the run reads `a` only through its reversed view: element i goes to a[size - 1 - i]
+    src = _fused("a = np.sin(b)\nc = np.cos(b)\nv = a[::-1]\nt = v + c * 2.0\na[::-1] = t\nreturn a")
+    assert "a[a.size - 1 - _i" in src and "a[::-1] = t" not in src and src.count("for _i") == 2
+    b = RNG.normal(size=7)
+    expected = np.sin(b)
+    expected[::-1] = expected[::-1] + np.cos(b) * 2.0
+    np.testing.assert_array_equal(_run_fused(src, b), expected)
+
+
+def test_fusion_keeps_a_reversed_write_whose_run_reads_memory_it_may_share():
+    # `c` is `a` itself: element i of the sum reads a[i], which the loop would already have written
+    src = _fused("a = np.sin(b)\nc = a\nv = a[::-1]\nt = v + c\na[::-1] = t\nreturn a")
+    assert "a[a.size - 1 - _i" not in src and "a[::-1] = t" in src
+    b = RNG.normal(size=7)
+    expected = np.sin(b)
+    expected[::-1] = expected[::-1] + expected
+    np.testing.assert_array_equal(_run_fused(src, b), expected)
+
+
+def test_a_new_array_moves_down_to_the_run_that_reads_it():
+    body = gast.parse("t = a * b\nv = a[::-1]\ns = rt.vm.sum(a)\nu = t * s + v").body
+    types = {v: numba.float64[::1] for v in "abtuv"} | {"s": numba.float64}
+    fuser = _Fuser(types, Namer(set("abstuv")))
+    moved = [to_source(s).strip() for s in fuser.sink(body)]
+    assert moved == ["v = a[::-1]", "s = rt.vm.sum(a)", "t = a * b", "u = t * s + v"]
+    # a view stays where it is, and nothing moves past a statement that reads it or rebinds what it reads
+    body = gast.parse("t = a * b\nb = a + 1.0\nu = t * b").body
+    assert [to_source(s).strip() for s in fuser.sink(body)] == ["t = a * b", "b = a + 1.0", "u = t * b"]

@@ -49,6 +49,7 @@ from numba.core import types
 
 from ..astutil import assign, attr_chain, call, const, name
 from ..rules import lookup_spelling
+from .simplify import fresh
 
 __all__ = ["NoDirections", "vectorise"]
 
@@ -303,21 +304,21 @@ class _Sweep:
         """Statement ``s`` for direction ``_k`` (``current``: the arrays assigned whole so far, by their
         direction's name; ``own``: the run's adjoints bound to memory of their own; both updated)."""
         target = s.targets[0] if isinstance(s, gast.Assign) else None
-        fresh = target is not None and (_fresh(s.value) or isinstance(s.value, gast.Name) and s.value.id in own)
+        new = target is not None and (fresh(s.value) or isinstance(s.value, gast.Name) and s.value.id in own)
         if isinstance(target, gast.Name) and target.id in self.vector and self.is_array(target.id):
-            if self.aliases is not None and not fresh:
+            if self.aliases is not None and not new:
                 # the sweep's `a = b` shares b's memory; every direction's `a` would be a copy of it
                 raise NoDirections(f"`{target.id}`, of every direction, bound to memory it may share")
             item = self.namer.fresh(f"{target.id}_k")
             t = self.adjoint_types[target.id]
             self.new_types[item] = types.Array(t.dtype, t.ndim, "A")
             value = _PerDirection(self, current).visit(s.value)
-            if not fresh:  # the direction's own copy (`y_adj = ct`: later `y_adj += ...` leaves ct alone)
+            if not new:  # the direction's own copy (`y_adj = ct`: later `y_adj += ...` leaves ct alone)
                 value = call("np.copy", value)
             current[target.id] = item
             return [assign(item, value)]
         if isinstance(target, gast.Name) and target.id in self.adjoints:
-            (own.add if fresh else own.discard)(target.id)
+            (own.add if new else own.discard)(target.id)
         if any(isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name) and n.targets[0].id in self.vector
                and self.is_array(n.targets[0].id) for n in gast.walk(s)):
             raise NoDirections("an array carrying the directions assigned whole inside a loop of the sweep")
@@ -372,19 +373,6 @@ def _movable_value(value) -> bool:
                 and not n.args):
             return False
     return True
-
-
-def _fresh(value) -> bool:
-    """Whether ``value`` is always new memory: arithmetic, a call whose rule says so, or the identity
-    ``rt.broadcast_like``/``rt.unbroadcast`` of such a value."""
-    if isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Compare)):
-        return True
-    if not isinstance(value, gast.Call):
-        return False
-    rule = lookup_spelling(attr_chain(value.func) or "")
-    if rule is not None and rule.passes_through:
-        return bool(value.args) and _fresh(value.args[0])
-    return rule is not None and rule.fresh
 
 
 def _value_type(node, type_of):

@@ -74,7 +74,7 @@ from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..naming import Namer
 from ..rules import lookup_spelling
 from .bounds import in_bounds
-from .simplify import pure, simplify
+from .simplify import fresh, pure, simplify
 
 __all__ = ["fuse", "Namer"]
 
@@ -101,8 +101,10 @@ class _Run:
         self.broadcast = broadcast and ndim >= 2  # arrays of rank ndim - 1 may be read
         self.stmts: list = []
         self.inputs: list[str] = []  # arrays defined before the run that it reads
+        self.read: set[str] = set()  # the inputs whose elements it reads (not only their shape)
         self.defined: set[str] = set()  # arrays the run assigns
         self.reductions: set[str] = set()  # scalars the run sums into
+        self.aliases: dict[str, str] = {}  # `c = a` of an array the run makes: c -> a (one memory after the run)
 
 
 def fuse(body: list, typemap: dict, namer: Namer, broadcast: bool = False) -> list:
@@ -118,6 +120,7 @@ class _Fuser:
         self.broadcast = broadcast
         self.shapes = Shapes(self.array_ndim, self.is_scalar)  # the shape tests known to hold are left out
         self.mirrors: dict[str, str] = {}  # `v = a[::-1]` of a 1-D array, bound before: v -> a
+        self.fresh: set[str] = set()  # arrays whose binding made new memory (no other name shares it)
 
     def array_ndim(self, var: str) -> int | None:
         t = self.types.get(var)
@@ -167,6 +170,17 @@ class _Fuser:
 
     def fusable(self, s, run: _Run) -> bool:
         """Whether statement ``s`` can join ``run``."""
+        write = self._reversed_write(s)
+        if write is not None:  # `a[::-1] = t`, t made by the run: element i goes to a[a.size - 1 - i]
+            base, value = write
+            # no element of `a` is read but the one written (through its reversed views), and no input of the
+            # run may share `a`'s memory: each is new memory, or a reversed view of `a`
+            return value in run.defined and base not in run.defined | set(run.inputs) and base in self.fresh \
+                and not any(isinstance(r, gast.AugAssign) for r in run.stmts) \
+                and all(v in self.fresh or self.mirrors.get(v) == base for v in run.read)
+        bound = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else getattr(s, "target", None)
+        if isinstance(bound, gast.Name) and bound.id in set(run.aliases) | set(run.aliases.values()):
+            return False  # `c = a` then `a = ...` or `a += ...`: `c` must keep (or see) `a`'s memory
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
             target, value = s.targets[0].id, s.value
             if any(isinstance(r, gast.AugAssign) and r.target.id == target for r in run.stmts):
@@ -292,6 +306,28 @@ class _Fuser:
         out.append(assign(total, node))
         return name(total)
 
+    def sink(self, body: list) -> list:
+        """``body`` with each assignment of a new array (a pure value, not a view) moved down to just before
+        the first statement that reads it, past assignments of pure values to other names that neither read
+        it nor rebind what it reads: there it can join the run that consumes it (``t = a * b`` ahead of a
+        sum and its spread, read by the run after them)."""
+        out = list(body)
+        for s in [s for s in body if isinstance(s, gast.Assign) and len(s.targets) == 1
+                  and isinstance(s.targets[0], gast.Name) and self.array_ndim(s.targets[0].id) is not None
+                  and fresh(s.value) and pure(s.value)]:
+            target = s.targets[0].id
+            read = {n.id for n in gast.walk(s.value) if isinstance(n, gast.Name)}
+            at = next(k for k, t in enumerate(out) if t is s)
+            end = at + 1
+            while end < len(out) and isinstance(out[end], gast.Assign) and len(out[end].targets) == 1 \
+                    and isinstance(out[end].targets[0], gast.Name) and pure(out[end].value) \
+                    and out[end].targets[0].id not in read | {target} \
+                    and target not in {n.id for n in gast.walk(out[end].value) if isinstance(n, gast.Name)}:
+                end += 1
+            if at + 1 < end < len(out):
+                out.insert(end - 1, out.pop(at))  # just before the reader (which the pop moved up one)
+        return out
+
     def block(self, body: list) -> list:
         body = self.lift_sums(body)
         out, k = [], 0
@@ -299,7 +335,10 @@ class _Fuser:
             if isinstance(body[k], gast.For) and getattr(body[k], "s2s_directions", False):
                 inner = _Fuser(self.types, self.namer)  # one direction's arrays, shaped as what came before
                 inner.shapes.symbols, inner.shapes.bound = dict(self.shapes.symbols), self.shapes.bound.copy()
-                body[k].body = inner.block(body[k].body)
+                rebound = {n.id for n in gast.walk(body[k])
+                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+                inner.fresh = self.fresh - rebound  # new before the loop, and not bound again by any iteration
+                body[k].body = inner.block(inner.sink(body[k].body))
                 out.append(body[k])
                 self.shapes.step(body[k])
                 k += 1
@@ -314,6 +353,9 @@ class _Fuser:
                 if self.fusable(body[j], run) and not moved & {n.id for n in gast.walk(body[j])
                                                                if isinstance(n, gast.Name)}:
                     self._add(body[j], run)
+                    if self._reversed_write(body[j]) is not None:  # later statements may read `a` forwards
+                        j += 1
+                        break
                 elif run.stmts and _scalar_constant(body[j]) and body[j].targets[0].id not in {
                         n.id for r in run.stmts for n in gast.walk(r) if isinstance(n, gast.Name)}:
                     deferred.append(body[j])
@@ -358,14 +400,28 @@ class _Fuser:
             return base
         return None
 
+    def _reversed_write(self, s) -> tuple[str, str] | None:
+        """(``a``, ``t``) where ``s`` is ``a[::-1] = t`` of 1-D arrays, else None."""
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Subscript)
+                and isinstance(s.value, gast.Name) and self.array_ndim(s.value.id) == 1):
+            return None
+        view = gast.Assign(targets=[name(s.value.id)], value=gast.Subscript(value=s.targets[0].value,
+                                                                           slice=s.targets[0].slice, ctx=gast.Load()))
+        base = self._mirror_of(view)
+        return None if base is None else (base, s.value.id)
+
     def _track(self, s) -> None:
-        """Account for the reversed views statement ``s`` binds, and those whose names it rebinds."""
+        """Account for the reversed views and the new arrays statement ``s`` binds, and for the names it
+        rebinds."""
         stored = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         for v in [v for v, a in self.mirrors.items() if v in stored or a in stored]:
             del self.mirrors[v]
+        self.fresh -= stored
         base = self._mirror_of(s)
         if base is not None:
             self.mirrors[s.targets[0].id] = base
+        elif isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and fresh(s.value):
+            self.fresh.add(s.targets[0].id)
 
     def _drop_identities(self, s) -> None:
         """``rt.unbroadcast(a, like)`` and ``rt.broadcast_like(a, like)`` in ``s`` become ``a`` where the
@@ -387,13 +443,18 @@ class _Fuser:
 
     def _add(self, s, run: _Run) -> None:
         run.stmts.append(s)
+        if self._reversed_write(s) is not None:
+            return  # what it reads, the run made
         reads = [n.id for n in gast.walk(s.value) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
+        run.read |= {v for v in _element_reads(s.value) if v not in run.defined}
         if isinstance(s, gast.AugAssign):
             reads.append(s.target.id)
         for var in reads:
             if self.array_ndim(var) is not None and var not in run.defined and var not in run.inputs:
                 run.inputs.append(var)
         target = s.targets[0].id if isinstance(s, gast.Assign) else s.target.id
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and self.array_ndim(target) is not None:
+            run.aliases[target] = run.aliases.get(s.value.id, s.value.id)
         if self.array_ndim(target) is not None:
             run.defined.add(target)
         else:
@@ -474,7 +535,15 @@ class _Fuser:
                 inner.generic_visit(node)
                 return node
 
+        writes = [w for w in map(self._reversed_write, run.stmts) if w is not None]
         for s in run.stmts:
+            write = self._reversed_write(s)
+            if write is not None:  # element i of `a[::-1]` is a[a.size - 1 - i]
+                last = gast.BinOp(left=_attr(write[0], "size"), op=gast.Sub(), right=const(1))
+                at = gast.BinOp(left=last, op=gast.Sub(), right=name(index))
+                slot = in_bounds(gast.Subscript(value=name(write[0]), slice=at, ctx=gast.Store()))
+                body.append(gast.Assign(targets=[slot], value=name(elem(write[1])), type_comment=None))
+                continue
             if isinstance(s, gast.Assign):
                 target, value = s.targets[0].id, s.value
                 if target in run.reductions:
@@ -527,7 +596,11 @@ class _Fuser:
             orelse.append(assign(jac, copy.deepcopy(use)))
             _replace(rest, use, name(jac))
         else:
-            rebound = {s.targets[0].id for s in run.stmts if isinstance(s, gast.Assign)} & set(run.inputs)
+            rebound = {s.targets[0].id for s in run.stmts if isinstance(s, gast.Assign)
+                       and isinstance(s.targets[0], gast.Name)} & set(run.inputs)
+            shared = [v for v in outputs if v in run.aliases]  # bound after the loop to the array they name
+            outputs = [v for v in outputs if v not in run.aliases]
+            outputs += [a for a in dict.fromkeys(run.aliases[v] for v in shared) if a not in outputs]
             for v in outputs:
                 buffer = v
                 if v in rebound:  # `v = f(v)` makes a new array: v's old memory may be a view's, read later
@@ -539,6 +612,7 @@ class _Fuser:
                     flat[buffer] = self.namer.fresh(f"_{buffer}")
                 target = in_bounds(gast.Subscript(value=name(flat[buffer]), slice=name(index), ctx=gast.Store()))
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
+            tail += [assign(v, name(run.aliases[v])) for v in shared]
         # an input only a shape is taken from (``like`` of ``rt.unbroadcast(e, like)``) is not read: no view
         views = [assign(flat[v], call("rt.flat", name(mirrored.get(v, v)))) for v in flat
                  if v in loaded or v not in run.inputs]
@@ -564,7 +638,8 @@ class _Fuser:
         # shape tests written out (a.shape == b.shape): a helper would be one more Numba compilation per
         # signature; those the shapes analysis knows to hold are left out
         shapes = self.shapes
-        checks = [_shape_equal(_attr(v, "shape"), full[0]) for v in full[1:] if not shapes.same(v, full[0])]
+        checks = [_shape_equal(_attr(v, "shape"), full[0]) for v in full[1:] + [w[0] for w in writes]
+                  if not shapes.same(v, full[0])]
         if full:
             row_shape = gast.Subscript(value=_attr(full[0], "shape"), slice=gast.Slice(lower=const(1), upper=None,
                                                                                        step=None), ctx=gast.Load())
@@ -626,6 +701,17 @@ class _Fuser:
                 and isinstance(x_arg, gast.Name) and x_arg.id == space.id:
             return use
         return None
+
+
+def _element_reads(expr) -> set[str]:
+    """The names whose elements ``expr`` reads: not the ``like`` of ``rt.unbroadcast(e, like)`` or of
+    ``rt.unreduce(g, like, ...)``, which gives only a shape."""
+    if isinstance(expr, gast.Name):
+        return {expr.id}
+    if isinstance(expr, gast.Call) and (_fact(attr_chain(expr.func) or "", "passes_through")
+                                        or attr_chain(expr.func) == "rt.unreduce"):
+        return _element_reads(expr.args[0]) if expr.args else set()
+    return {n for child in gast.iter_child_nodes(expr) for n in _element_reads(child)}
 
 
 def _regroup(body: list, index: str) -> tuple[list, list]:
@@ -788,6 +874,8 @@ def _scalar_constant(s) -> bool:
 def _ordered_targets(run: _Run) -> list[str]:
     out = []
     for s in run.stmts:
+        if isinstance(s, gast.Assign) and not isinstance(s.targets[0], gast.Name):
+            continue  # a write into a reversed view
         target = s.targets[0].id if isinstance(s, gast.Assign) else s.target.id
         if target not in out:
             out.append(target)

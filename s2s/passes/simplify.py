@@ -123,6 +123,23 @@ def pure(expr) -> bool:
     return True
 
 
+def fresh(value) -> bool:
+    """Whether ``value`` is always new memory: arithmetic, an element-wise call (a ufunc's result), a call
+    whose rule says so, or the identity ``rt.broadcast_like``/``rt.unbroadcast`` of such a value.
+
+        >>> fresh(gast.parse("x * 2.0").body[0].value), fresh(gast.parse("x[::-1]").body[0].value)
+        (True, False)
+    """
+    if isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Compare)):
+        return True
+    if not isinstance(value, gast.Call):
+        return False
+    rule = lookup_spelling(attr_chain(value.func) or "")
+    if rule is not None and rule.passes_through:
+        return bool(value.args) and fresh(value.args[0])
+    return rule is not None and (rule.fresh or rule.elementwise)
+
+
 def _walk(node):
     """Every node under ``node`` (``gast.walk`` without its per-field generators: this pass walks a lot)."""
     todo = [node]
