@@ -34,7 +34,12 @@ nor binds ``v``.
 A reversed view of a 1-D array (``v = a[::-1]``) that a run reads is read
 from ``a`` backwards (``_a[a.size - 1 - _i]``), not copied, where the run
 writes into no input and does not make ``a``; the binding of such a view
-between two statements of a run moves ahead of the run.
+between two statements of a run moves ahead of the run. A write into such a
+view, ``a[::-1] = t`` of a ``t`` the run makes, ends the run as an element
+write ``a[a.size - 1 - _i] = t_i``, where the run reads no element of ``a``
+but through its reversed views and every other array it reads is new memory
+(so none shares ``a``'s). A second name for an array the run makes
+(``c = a``) is bound to the same array after the loop, never a copy.
 
 With several input arrays the loop runs only when they all have the same
 shape (``if b.shape == a.shape:``, checked at run time); otherwise the
@@ -59,7 +64,9 @@ of the direction loop. Otherwise (directions outside, the row inside) the
 costly values that do not change with the direction (``rt.vm.sin(x_i)``)
 are computed in one pass over the row before the nested loop, which reads
 them from arrays. The body of a loop over one direction at a time (marked
-``s2s_directions`` by :mod:`s2s.passes.directions`) is fused on its own.
+``s2s_directions`` by :mod:`s2s.passes.directions`) is fused on its own,
+after each new array in it moves down to the statement that first reads it
+(:meth:`_Fuser.sink`), so that it joins that statement's run.
 """
 
 from __future__ import annotations
