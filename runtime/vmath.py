@@ -61,6 +61,7 @@ from numba.core import cgutils, types
 from numba.core.extending import intrinsic, overload, register_jitable
 
 from .helper_cache import cache_root
+from .helper_cache import overload as cached_overload
 
 __all__ = ["reduce_add", "sum", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos",
            "tan", "tanh", "sinh", "cosh", "arctan", "arcsin", "arccos", "logistic", "power", "FUNCTIONS"]
@@ -928,7 +929,7 @@ def sum(a):
     return np.sum(a)
 
 
-@overload(sum)
+@cached_overload(sum)  # no linked kernel: Numba's cache keeps it, for every later process
 def _sum_impl(a):
     if isinstance(a, types.Array) and isinstance(a.dtype, types.Float) and a.layout in "CF":
         dtype = np.float32 if a.dtype.bitwidth == 32 else np.float64

@@ -129,3 +129,27 @@ def test_an_unwritable_cache_folder_keeps_helpers_for_the_process_only(tmp_path,
     locator = helper_cache.RuntimeLocator.from_function(fn, fn.__code__.co_filename)
     assert Path(locator.get_cache_path()).name.startswith("s2s-runtime-")
     assert Path(locator.get_cache_path()).is_dir()
+
+
+VECTOR_SUM = COUNT_COMPILES + textwrap.dedent('''
+    import numba
+    import s2s_runtime as rt
+
+    event.register("numba:compile", Listener())
+    total = numba.njit(lambda a: rt.vm.sum(a))(np.arange(5.0))
+    print(json.dumps({"compiled": compiled, "total": float(total)}))
+''')
+
+
+def test_the_vector_sum_is_compiled_once_for_every_later_process(tmp_path):
+    script = tmp_path / "vector_sum.py"
+    script.write_text(VECTOR_SUM)
+    env = dict(os.environ, S2S_CACHE_DIR=str(tmp_path / "cache"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert [r["total"] for r in runs] == [10.0, 10.0]
+    assert any(n.startswith("_sum_impl") for n in runs[0]["compiled"]), runs[0]["compiled"]
+    assert not any(n.startswith("_sum_impl") for n in runs[1]["compiled"]), runs[1]["compiled"]
