@@ -912,7 +912,7 @@ def reduce_add(total, term):
     return total + term
 
 
-@overload(reduce_add, inline="always")
+@cached_overload(reduce_add, inline="always")
 def _reduce_add_impl(total, term):
     if isinstance(total, types.Float) and isinstance(term, (types.Float, types.Integer, types.Boolean)):
         dtype = np.float32 if total.bitwidth == 32 and getattr(term, "bitwidth", 64) <= 32 else np.float64
