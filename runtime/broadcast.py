@@ -493,6 +493,8 @@ def flat(a):
 
 @overload(flat)
 def _flat_nb(a):
+    if isinstance(a, types.Array) and a.layout == "C":  # a view, without the copy test (a fused loop's inputs)
+        return (lambda a: a) if a.ndim == 1 else (lambda a: a.reshape(-1))
     return lambda a: np.ascontiguousarray(a).reshape(-1)
 
 
