@@ -671,3 +671,21 @@ def test_has_aux_vjp_and_jvp():
     out, t, aux = s2s.jvp(vec_with_aux, (X3, 0.7), (np.ones(3), 0.0), has_aux=True)
     assert aux == pytest.approx(np.sum(np.sin(X3) * 0.7), rel=1e-12)
     np.testing.assert_allclose(t, jx @ np.ones(3), rtol=1e-6, atol=1e-8)
+
+
+def written_after_a_shifted_copy(x):
+    c = x * 1.0
+    a = c - 1.0  # new memory; its tangent is c's
+    c[0] = 5.0 * x[1]  # changes c and c's tangent, not a
+    return a * x
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_tangent_equal_to_another_is_its_own_where_the_other_is_written(target):
+    # `a_dot = c_dot` shared c_dot's memory, so the write into c_dot changed a's tangent: a wrong jvp and
+    # jacfwd, no error (found by tests/test_straight_line_fuzz.py)
+    x, t = RNG.uniform(0.2, 1.0, 6), RNG.normal(size=6)
+    _, got = s2s.jvp(written_after_a_shifted_copy, (x,), (t,), target=target)
+    np.testing.assert_allclose(got, fd_jvp(written_after_a_shifted_copy, (x,), [t]), rtol=1e-6, atol=1e-8)
+    jac = s2s.jacfwd(written_after_a_shifted_copy, target=target)(x)
+    np.testing.assert_allclose(jac, fd_jacobian(written_after_a_shifted_copy, (x,)), rtol=1e-6, atol=1e-8)

@@ -268,7 +268,7 @@ class ForwardTransform:
     def emit(self, z: str, expr, s) -> list:
         """``z_dot = expr`` (in vector mode, per direction unless ``expr`` is already a whole tangent)."""
         if self.directions is None or getattr(expr, "s2s_whole", False):
-            return [assign(self.dot(z), expr)]
+            return [assign(self.dot(z), self._own(z, expr))]
         k = self.namer.fresh("_k")
         alloc = self.zero_of(z)
         if isinstance(alloc, gast.Tuple) and not all(isinstance(p, gast.Call) for p in alloc.elts):
@@ -292,6 +292,18 @@ class ForwardTransform:
         loop = gast.For(target=name(k, store=True), iter=call("range", copy.deepcopy(self.directions)), body=body,
                         orelse=[], type_comment=None)
         return [assign(self.dot(z), alloc), loop]
+
+    def _own(self, z: str, expr):
+        """``expr``, copied where it is another array's tangent whose primal does not share ``z``'s memory and
+        one of the two is written in place: ``a = c - 1.0`` has ``a_dot = c_dot``, and a later ``c[0] = ...``
+        writes into ``c_dot`` but not into ``a``."""
+        if not isinstance(expr, gast.Name) or not self.typed.is_array(z):
+            return expr
+        primal = next((v for v, dot in self.namer.derived_names("dot").items() if dot == expr.id), None)
+        if primal is None or primal in self.activity.alias_class(z) \
+                or not (self._written(z) or self._written(primal)):
+            return expr
+        return call("np.copy", expr)
 
     def _selected_ndim(self, base: str, index) -> int:
         """The number of axes of ``base[index]`` (an integer drops one; slices, index arrays, masks keep one)."""
