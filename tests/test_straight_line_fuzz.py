@@ -5,7 +5,8 @@ s2s/passes/directions.py) and, compiled, fuses each direction's statements (s2s/
 views read backwards, writes into reversed views, new arrays moved to the run that reads them) and writes
 each direction's output tangent into its Jacobian column (``rt.jacobian_column``). The main fuzzer draws
 loops over scalars, which keep vector mode; these programs have no loops: element-wise functions,
-reversed views, sums, element writes and writes into reversed views, over vectors of one length.
+reversed views, sums, element writes, writes into reversed views and in-place updates, over vectors of one
+length.
 
 Each program is checked twice: ``jacfwd`` of the program (its vector result) against central differences
 of the program, and ``hessian`` of the sum of its result's squares against second central differences.
@@ -54,8 +55,10 @@ def program(rng: np.random.Generator, statements: int = 7) -> str:
             else str(rng.choice(scalars))
 
     for _ in range(statements):
-        kind = rng.choice(["unary", "binary", "binary", "reverse", "sum", "spread", "copy", "write", "revwrite"])
-        if kind in ("write", "revwrite") and not made:
+        kind = rng.choice(["unary", "binary", "binary", "reverse", "sum", "spread", "copy", "write", "revwrite",
+                           "inplace"])
+        writable = made + [a for a in arrays if a.startswith("a")]  # new arrays, not x and not views of it
+        if kind in ("write", "revwrite", "inplace") and not writable:
             kind = "copy"
         if kind == "unary":
             target = new("a")
@@ -79,12 +82,15 @@ def program(rng: np.random.Generator, statements: int = 7) -> str:
             lines.append(f"{target} = {array()} * 1.0")
             made.append(target)
         elif kind == "write":
-            into, k = str(rng.choice(made)), int(rng.integers(LENGTH))
+            into, k = str(rng.choice(writable)), int(rng.integers(LENGTH))
             value = f"{rng.choice(UNARY)}({array()}[{int(rng.integers(LENGTH))}])"
             lines.append(f"{into}[{k}] = {value} * {rng.choice(scalars) if scalars else '1.5'}")
             continue
-        else:  # revwrite
-            lines.append(f"{rng.choice(made)}[::-1] = {array()} * 0.5")
+        elif kind == "revwrite":
+            lines.append(f"{rng.choice(writable)}[::-1] = {array()} * 0.5")
+            continue
+        else:  # inplace
+            lines.append(f"{rng.choice(writable)} {rng.choice(['+=', '*='])} {array()} * 0.5")
             continue
         arrays.append(target)
     result = f"{array()} * {array()}" if rng.integers(2) else array()
@@ -151,7 +157,7 @@ def test_straight_line_programs_in_python(index):
 
 
 def test_a_straight_line_program_compiled():
-    outcome, source = run(20261128, 6, "cpu")  # reversed views, a sum spread over a vector
+    outcome, source = run(20261128, 1, "cpu")  # element writes, writes into reversed views, a spread sum
     assert outcome == "passed, one direction at a time", source
 
 
