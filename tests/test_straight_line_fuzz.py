@@ -5,8 +5,8 @@ s2s/passes/directions.py) and, compiled, fuses each direction's statements (s2s/
 views read backwards, writes into reversed views, new arrays moved to the run that reads them) and writes
 each direction's output tangent into its Jacobian column (``rt.jacobian_column``). The main fuzzer draws
 loops over scalars, which keep vector mode; these programs have no loops: element-wise functions,
-reversed views, sums, element writes, writes into reversed views and in-place updates, over vectors of one
-length.
+reversed views, sums, element writes (through reversed views too), writes into reversed views and in-place
+updates, over vectors of one length.
 
 Each program is checked twice: ``jacfwd`` of the program (its vector result) against central differences
 of the program, and ``hessian`` of the sum of its result's squares against second central differences.
@@ -56,8 +56,15 @@ def program(rng: np.random.Generator, statements: int = 7) -> str:
 
     for _ in range(statements):
         kind = rng.choice(["unary", "binary", "binary", "reverse", "sum", "spread", "copy", "write", "revwrite",
-                           "inplace"])
+                           "inplace", "viewwrite"])
         writable = made + [a for a in arrays if a.startswith("a")]  # new arrays, not x and not views of it
+        if kind == "viewwrite":  # through a reversed view: into the array it views (x too)
+            views = [a for a in arrays if a.startswith("v")]
+            if views:
+                value = f"{rng.choice(UNARY)}({array()}[{int(rng.integers(LENGTH))}])"
+                lines.append(f"{rng.choice(views)}[{int(rng.integers(LENGTH))}] = {value}")
+                continue
+            kind = "reverse"
         if kind in ("write", "revwrite", "inplace") and not writable:
             kind = "copy"
         if kind == "unary":
@@ -157,7 +164,7 @@ def test_straight_line_programs_in_python(index):
 
 
 def test_a_straight_line_program_compiled():
-    outcome, source = run(20261128, 1, "cpu")  # element writes, writes into reversed views, a spread sum
+    outcome, source = run(20261128, 6, "cpu")  # an element write, a write into a reversed view, sums
     assert outcome == "passed, one direction at a time", source
 
 
