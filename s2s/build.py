@@ -948,7 +948,7 @@ class _Generator:
                 directions = gast.Subscript(value=gast.Attribute(value=first, attr="shape", ctx=gast.Load()),
                                             slice=const(0), ctx=gast.Load())
             ft = ForwardTransform(typed_callee, callee_activity, namer,
-                                  lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions)
+                                  lambda v, t, a: self.jvp_of_call(v, t, a, vector), directions, callee=True)
             with section("forward transform"):
                 body, ret = ft.build()
             body = body + [gast.Return(value=gast.Tuple(elts=[copy.deepcopy(ret), ft.output(ret)], ctx=gast.Load()))]

@@ -689,3 +689,28 @@ def test_a_tangent_equal_to_another_is_its_own_where_the_other_is_written(target
     np.testing.assert_allclose(got, fd_jvp(written_after_a_shifted_copy, (x,), [t]), rtol=1e-6, atol=1e-8)
     jac = s2s.jacfwd(written_after_a_shifted_copy, target=target)(x)
     np.testing.assert_allclose(jac, fd_jacobian(written_after_a_shifted_copy, (x,)), rtol=1e-6, atol=1e-8)
+
+
+def _shifted(y):
+    return y + 1.0  # new memory; its jvp's tangent is y's
+
+
+def _same(y):
+    return y  # the same memory, and the same tangent
+
+
+def written_after_a_call(x):
+    c = x * 2.0
+    a = _shifted(c)
+    b = _same(c)
+    c[0] = 5.0 * x[1]  # changes c (and b, which is c) but not a
+    return a * x + b * c
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_callee_s_tangent_is_its_own_where_its_value_is(target):
+    x, t = RNG.uniform(0.2, 1.0, 6), RNG.normal(size=6)
+    _, got = s2s.jvp(written_after_a_call, (x,), (t,), target=target)
+    np.testing.assert_allclose(got, fd_jvp(written_after_a_call, (x,), [t]), rtol=1e-6, atol=1e-8)
+    jac = s2s.jacfwd(written_after_a_call, target=target)(x)
+    np.testing.assert_allclose(jac, fd_jacobian(written_after_a_call, (x,)), rtol=1e-6, atol=1e-8)

@@ -112,8 +112,10 @@ def _mark_tangents(expr, names: set[str]):
 class ForwardTransform:
     """Builds the forward-mode body of one typed function."""
 
-    def __init__(self, typed: Typed, activity: Activity, namer, jvp_of_call, directions: gast.expr | None = None):
+    def __init__(self, typed: Typed, activity: Activity, namer, jvp_of_call, directions: gast.expr | None = None,
+                 callee: bool = False):
         self.typed = typed
+        self.callee = callee  # a called function's jvp: its caller may write into what it takes and returns
         self.fn = typed.function
         self.activity = activity
         self.namer = namer
@@ -295,15 +297,16 @@ class ForwardTransform:
 
     def _own(self, z: str, expr):
         """``expr``, copied where it is another array's tangent whose primal does not share ``z``'s memory and
-        one of the two is written in place: ``a = c - 1.0`` has ``a_dot = c_dot``, and a later ``c[0] = ...``
-        writes into ``c_dot`` but not into ``a``."""
+        one of the two may be written in place: ``a = c - 1.0`` has ``a_dot = c_dot``, and a later
+        ``c[0] = ...`` writes into ``c_dot`` but not into ``a``. In a called function's jvp a parameter's
+        tangent is the caller's, who may write into it after the call."""
         if not isinstance(expr, gast.Name) or not self.typed.is_array(z):
             return expr
         primal = next((v for v, dot in self.namer.derived_names("dot").items() if dot == expr.id), None)
-        if primal is None or primal in self.activity.alias_class(z) \
-                or not (self._written(z) or self._written(primal)):
+        if primal is None or primal in self.activity.alias_class(z):
             return expr
-        return call("np.copy", expr)
+        caller_s = self.callee and bool(self.activity.alias_class(primal) & set(self.fn.params))
+        return call("np.copy", expr) if caller_s or self._written(z) or self._written(primal) else expr
 
     def _selected_ndim(self, base: str, index) -> int:
         """The number of axes of ``base[index]`` (an integer drops one; slices, index arrays, masks keep one)."""
