@@ -5,8 +5,8 @@ s2s/passes/directions.py) and, compiled, fuses each direction's statements (s2s/
 views read backwards, writes into reversed views, new arrays moved to the run that reads them) and writes
 each direction's output tangent into its Jacobian column (``rt.jacobian_column``). The main fuzzer draws
 loops over scalars, which keep vector mode; these programs have no loops: element-wise functions,
-reversed views, sums, element writes (through reversed views too), writes into reversed views and in-place
-updates, over vectors of one length.
+reversed views, sums, element writes (through reversed views too), writes into reversed views, in-place
+updates and calls of helpers (one returning new memory, one its argument), over vectors of one length.
 
 Each program is checked twice: ``jacfwd`` of the program (its vector result) against central differences
 of the program, and ``hessian`` of the sum of its result's squares against second central differences.
@@ -56,7 +56,7 @@ def program(rng: np.random.Generator, statements: int = 7) -> str:
 
     for _ in range(statements):
         kind = rng.choice(["unary", "binary", "binary", "reverse", "sum", "spread", "copy", "write", "revwrite",
-                           "inplace", "viewwrite"])
+                           "inplace", "viewwrite", "call"])
         writable = made + [a for a in arrays if a.startswith("a")]  # new arrays, not x and not views of it
         if kind == "viewwrite":  # through a reversed view: into the array it views (x too)
             views = [a for a in arrays if a.startswith("v")]
@@ -84,6 +84,10 @@ def program(rng: np.random.Generator, statements: int = 7) -> str:
         elif kind == "spread":
             target = new("a")
             lines.append(f"{target} = {array()} * np.sum({array()}) * 0.2")
+        elif kind == "call":  # a helper returning new memory, or its argument itself
+            helper = str(rng.choice(["_shift", "_same"]))
+            target = new("a" if helper == "_shift" else "v")
+            lines.append(f"{target} = {helper}({array()})")
         elif kind == "copy":
             target = new("c")
             lines.append(f"{target} = {array()} * 1.0")
@@ -102,7 +106,8 @@ def program(rng: np.random.Generator, statements: int = 7) -> str:
         arrays.append(target)
     result = f"{array()} * {array()}" if rng.integers(2) else array()
     body = "\n".join("    " + line for line in lines)
-    return (f"def f(x):\n{body}\n    return {result} + 0.0 * x\n\n\n"
+    return (f"def _shift(y):\n    return y * 0.5 + 1.0\n\n\ndef _same(y):\n    return y\n\n\n"
+            f"def f(x):\n{body}\n    return {result} + 0.0 * x\n\n\n"
             f"def g(x):\n{body}\n    r = {result} + 0.0 * x\n    return np.sum(r * r)\n")
 
 
@@ -164,7 +169,7 @@ def test_straight_line_programs_in_python(index):
 
 
 def test_a_straight_line_program_compiled():
-    outcome, source = run(20261128, 6, "cpu")  # an element write, a write into a reversed view, sums
+    outcome, source = run(20261128, 6, "cpu")  # a spread sum, an element write, in-place updates, a reversed write
     assert outcome == "passed, one direction at a time", source
 
 
