@@ -261,9 +261,9 @@ def _per_direction_loops(body: list, count: str) -> bool:
 
 
 def _outputs(ret, has_aux: bool) -> list:
-    """The names a function returns (without its aux value)."""
+    """The atoms a function returns (without its aux value)."""
     value = ret.elts[0] if has_aux else ret
-    return [v for v in (value.elts if isinstance(value, gast.Tuple) else [value]) if isinstance(v, gast.Name)]
+    return value.elts if isinstance(value, gast.Tuple) else [value]
 
 
 def _jacobian_columns(body: list, tangents: set[str], params: list[str], offsets: list,
@@ -839,8 +839,8 @@ class _Generator:
         if rows is not None:
             body, ret, row_types = rows
             if self.fuse_loops:  # final code: the sweep writes the Jacobian blocks column by column
-                columns = _jacobian_columns(body, {namer.tangent(v.id) for v in _outputs(ret, has_aux)},
-                                            active_params, offsets, namer)
+                columns = _jacobian_columns(body, {namer.tangent(v.id) for v in _outputs(ret, has_aux)
+                                                   if isinstance(v, gast.Name)}, active_params, offsets, namer)
         value = ret.elts[0] if has_aux else ret
         aux = [copy.deepcopy(ret.elts[1])] if has_aux else []
         if vector:
@@ -888,9 +888,7 @@ class _Generator:
         where every output is active and no user function is called (a callee's jvp would run its primal
         once per direction); None where the sweep has no such form (``directions.NoDirections``)."""
         fn = typed.function
-        ret = fn.node.body[-1].value
-        value = ret.elts[0] if has_aux else ret
-        outputs = value.elts if isinstance(value, gast.Tuple) else [value]
+        outputs = _outputs(fn.node.body[-1].value, has_aux)
         callees = self.program.module_functions()
         if not all(isinstance(v, gast.Name) and v.id in activity.active for v in outputs) or any(
                 isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and n.func.id in callees

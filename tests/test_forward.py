@@ -684,11 +684,14 @@ def written_after_a_shifted_copy(x):
 def test_a_tangent_equal_to_another_is_its_own_where_the_other_is_written(target):
     # `a_dot = c_dot` shared c_dot's memory, so the write into c_dot changed a's tangent: a wrong jvp and
     # jacfwd, no error (found by tests/test_straight_line_fuzz.py)
+    _check_jvp_and_jacfwd(written_after_a_shifted_copy, target)
+
+
+def _check_jvp_and_jacfwd(fn, target):
     x, t = RNG.uniform(0.2, 1.0, 6), RNG.normal(size=6)
-    _, got = s2s.jvp(written_after_a_shifted_copy, (x,), (t,), target=target)
-    np.testing.assert_allclose(got, fd_jvp(written_after_a_shifted_copy, (x,), [t]), rtol=1e-6, atol=1e-8)
-    jac = s2s.jacfwd(written_after_a_shifted_copy, target=target)(x)
-    np.testing.assert_allclose(jac, fd_jacobian(written_after_a_shifted_copy, (x,)), rtol=1e-6, atol=1e-8)
+    _, got = s2s.jvp(fn, (x,), (t,), target=target)
+    np.testing.assert_allclose(got, fd_jvp(fn, (x,), [t]), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jacfwd(fn, target=target)(x), fd_jacobian(fn, (x,)), rtol=1e-6, atol=1e-8)
 
 
 def _shifted(y):
@@ -709,8 +712,4 @@ def written_after_a_call(x):
 
 @pytest.mark.parametrize("target", ["cpu", "python"])
 def test_a_callee_s_tangent_is_its_own_where_its_value_is(target):
-    x, t = RNG.uniform(0.2, 1.0, 6), RNG.normal(size=6)
-    _, got = s2s.jvp(written_after_a_call, (x,), (t,), target=target)
-    np.testing.assert_allclose(got, fd_jvp(written_after_a_call, (x,), [t]), rtol=1e-6, atol=1e-8)
-    jac = s2s.jacfwd(written_after_a_call, target=target)(x)
-    np.testing.assert_allclose(jac, fd_jacobian(written_after_a_call, (x,)), rtol=1e-6, atol=1e-8)
+    _check_jvp_and_jacfwd(written_after_a_call, target)

@@ -49,7 +49,7 @@ from numba.core import types
 
 from ..astutil import assign, attr_chain, call, const, name
 from ..rules import lookup_spelling
-from .simplify import fresh
+from .simplify import fresh, value_reads
 
 __all__ = ["NoDirections", "vectorise"]
 
@@ -193,7 +193,7 @@ class _Sweep:
                 or _names(s) & (run.bound | self.adjoints | self.taint) or not _movable_value(s.value):
             return False
         shared = self.aliases(target.value.id)
-        return not any(_value_reads(r) & shared for r in run.stmts)
+        return not any(value_reads(r) & shared for r in run.stmts)
 
     def choose(self) -> set[str]:
         """The adjoints that hold one value per direction (the others are scalars of one run)."""
@@ -408,21 +408,6 @@ def _value_type(node, type_of):
         return None
     ndim = max((t.ndim for t in found if isinstance(t, types.Array)), default=0)
     return types.Array(dtype, ndim, "C") if ndim else dtype
-
-
-def _value_reads(node) -> set[str]:
-    """The names whose values ``node`` reads: not those passed where a rule reads only the shape."""
-    if isinstance(node, gast.Call):
-        rule = lookup_spelling(attr_chain(node.func) or "")
-        bound = rule.bind(node.args, {k.arg: k.value for k in node.keywords}) if rule is not None else None
-        if bound is not None and rule.shape_only:
-            return set().union(*(_value_reads(a) for p, a in bound.items() if p not in rule.shape_only))
-    if isinstance(node, gast.Name):
-        return {node.id}
-    out: set[str] = set()
-    for child in gast.iter_child_nodes(node):
-        out |= _value_reads(child)
-    return out
 
 
 class _PerDirection(gast.NodeTransformer):

@@ -81,7 +81,7 @@ from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..naming import Namer
 from ..rules import lookup_spelling
 from .bounds import in_bounds
-from .simplify import fresh, pure, simplify
+from .simplify import fresh, pure, simplify, value_reads
 
 __all__ = ["fuse", "Namer"]
 
@@ -390,31 +390,32 @@ class _Fuser:
                 k += 1
         return out
 
-    def _mirror_of(self, s) -> str | None:
-        """``a`` where ``s`` is ``v = a[::-1]`` of 1-D arrays ``v`` and ``a``, else None."""
-        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                and isinstance(s.value, gast.Subscript) and isinstance(s.value.value, gast.Name)
-                and isinstance(s.value.slice, gast.Slice)):
+    def _reversed(self, node) -> str | None:
+        """``a`` where ``node`` is ``a[::-1]`` of a 1-D array ``a``, else None."""
+        if not (isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name)
+                and isinstance(node.slice, gast.Slice)):
             return None
-        part = s.value.slice
+        part = node.slice
         backwards = part.lower is None and part.upper is None and isinstance(part.step, gast.UnaryOp) \
             and isinstance(part.step.op, gast.USub) and isinstance(part.step.operand, gast.Constant) \
             and part.step.operand.value == 1
         backwards |= part.lower is None and part.upper is None and isinstance(part.step, gast.Constant) \
             and part.step.value == -1
-        base = s.value.value.id
-        if backwards and self.array_ndim(base) == 1 and self.array_ndim(s.targets[0].id) == 1:
-            return base
-        return None
+        return node.value.id if backwards and self.array_ndim(node.value.id) == 1 else None
+
+    def _mirror_of(self, s) -> str | None:
+        """``a`` where ``s`` is ``v = a[::-1]`` of 1-D arrays ``v`` and ``a``, else None."""
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and self.array_ndim(s.targets[0].id) == 1):
+            return None
+        return self._reversed(s.value)
 
     def _reversed_write(self, s) -> tuple[str, str] | None:
         """(``a``, ``t``) where ``s`` is ``a[::-1] = t`` of 1-D arrays, else None."""
-        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Subscript)
-                and isinstance(s.value, gast.Name) and self.array_ndim(s.value.id) == 1):
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.value, gast.Name)
+                and self.array_ndim(s.value.id) == 1):
             return None
-        view = gast.Assign(targets=[name(s.value.id)], value=gast.Subscript(value=s.targets[0].value,
-                                                                           slice=s.targets[0].slice, ctx=gast.Load()))
-        base = self._mirror_of(view)
+        base = self._reversed(s.targets[0])
         return None if base is None else (base, s.value.id)
 
     def _track(self, s) -> None:
@@ -453,7 +454,7 @@ class _Fuser:
         if self._reversed_write(s) is not None:
             return  # what it reads, the run made
         reads = [n.id for n in gast.walk(s.value) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
-        run.read |= {v for v in _element_reads(s.value) if v not in run.defined}
+        run.read |= {v for v in value_reads(s.value) if v not in run.defined}
         if isinstance(s, gast.AugAssign):
             reads.append(s.target.id)
         for var in reads:
@@ -708,17 +709,6 @@ class _Fuser:
                 and isinstance(x_arg, gast.Name) and x_arg.id == space.id:
             return use
         return None
-
-
-def _element_reads(expr) -> set[str]:
-    """The names whose elements ``expr`` reads: not the ``like`` of ``rt.unbroadcast(e, like)`` or of
-    ``rt.unreduce(g, like, ...)``, which gives only a shape."""
-    if isinstance(expr, gast.Name):
-        return {expr.id}
-    if isinstance(expr, gast.Call) and (_fact(attr_chain(expr.func) or "", "passes_through")
-                                        or attr_chain(expr.func) == "rt.unreduce"):
-        return _element_reads(expr.args[0]) if expr.args else set()
-    return {n for child in gast.iter_child_nodes(expr) for n in _element_reads(child)}
 
 
 def _regroup(body: list, index: str) -> tuple[list, list]:

@@ -140,6 +140,25 @@ def fresh(value) -> bool:
     return rule is not None and (rule.fresh or rule.elementwise)
 
 
+def value_reads(node) -> set[str]:
+    """The names whose values ``node`` reads: not those passed where a rule reads only the shape.
+
+        >>> sorted(value_reads(gast.parse("rt.unbroadcast(a * b, c)").body[0].value))
+        ['a', 'b']
+    """
+    if isinstance(node, gast.Call):
+        rule = lookup_spelling(attr_chain(node.func) or "")
+        bound = rule.bind(node.args, {k.arg: k.value for k in node.keywords}) if rule is not None else None
+        if bound is not None and rule.shape_only:
+            return set().union(*(value_reads(a) for p, a in bound.items() if p not in rule.shape_only))
+    if isinstance(node, gast.Name):
+        return {node.id}
+    out: set[str] = set()
+    for child in gast.iter_child_nodes(node):
+        out |= value_reads(child)
+    return out
+
+
 def _walk(node):
     """Every node under ``node`` (``gast.walk`` without its per-field generators: this pass walks a lot)."""
     todo = [node]
