@@ -129,7 +129,8 @@ class Vmapped(Specialised):
             entry.example = (outputs, example)
             return entry
 
-        return self._entry(entry_key(leaf_types, structures, ("axes", *axes)), build)
+        shapes = tuple(_example_shape(leaf, a) for leaf, a in zip(leaves, axes))
+        return self._entry(entry_key(leaf_types, structures, ("axes", *axes, "shapes", *shapes)), build)
 
     def _build(self, inner_entry, example: list, axes: list, outputs, leaf_types: tuple) -> Entry:
         """The batched entry around ``inner_entry``, given its ``outputs`` for the ``example``'s leaves."""
@@ -286,6 +287,13 @@ def _nest(template, leaves):
     if isinstance(template, tuple):
         return tuple(_nest(t, leaves) for t in template)
     return next(leaves)
+
+
+def _example_shape(leaf, axis: int | None) -> tuple:
+    """The shape of one example's ``leaf`` (its batch ``axis`` left out): a batched entry is built for one
+    example's shapes (its output rows are allocated with them; a kernel's local arrays are sized by them)."""
+    shape = np.shape(leaf)
+    return shape if axis is None else shape[:axis] + shape[axis + 1:]
 
 
 def _example(leaves, axes, structures) -> tuple:

@@ -121,6 +121,20 @@ def test_vmap_of_grad_per_example_gradients():
         np.testing.assert_allclose(g[b], numerical_grad(loss, (W3, XB[b], YB[b]), 0), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_examples_of_another_shape_get_their_own_entry(target):
+    """The batched loop allocates its output rows with one example's shapes: a later call whose examples have
+    other shapes (fewer or more features, other shared weights) gets an entry of its own (it got the first
+    call's rows: a wrong shape and uninitialised entries without an error, or an index error)."""
+    batched = s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0), target=target)
+    for d in (3, 2, 5):
+        w, x = RNG.normal(size=d), RNG.normal(size=(4, d))
+        grads = batched(w, x, YB)
+        assert grads.shape == (4, d)
+        for b in range(4):
+            np.testing.assert_allclose(grads[b], numerical_grad(loss, (w, x[b], YB[b]), 0), rtol=1e-6, atol=1e-9)
+
+
 def test_vmap_of_value_and_grad():
     value, g = s2s.vmap(s2s.value_and_grad(loss, argnums=1), in_axes=(None, 0, 0))(W3, XB, YB)
     np.testing.assert_allclose(value, [loss(W3, XB[b], YB[b]) for b in range(4)], rtol=1e-12)
