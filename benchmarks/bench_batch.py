@@ -20,6 +20,10 @@ Workloads (float64 throughout):
   vs ``jax.jit(jax.vmap(jax.grad(f)))`` on the GPU where JAX has a GPU backend. The data is on the device
   before the timed calls and the results stay there (a call ends with ``cuda.synchronize()``); the check
   copies them back, outside the timed region. Without a GPU the section is skipped with a note.
+* W6-gpu (GPU only, as W4-gpu): per-example gradients w.r.t. shared weights of a loss written as a loop,
+  ``loss(w, x, y) = sum_i (tanh(w[i] x[i]) - y)**2`` with ``w`` of 16 weights and n = 1e6 examples (``X`` of
+  shape (n, 16), ``Y`` of n): ``s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0), target="cuda")`` (the loop's
+  tape a local array per thread) vs a hand-written kernel vs JAX's ``jit(vmap(grad))`` on the GPU.
 
 Every result is checked against an analytic NumPy reference (itself checked once against central finite
 differences). Besides the times, the script counts the allocations of the Numba-compiled rows with Numba's
@@ -92,7 +96,7 @@ try:
 except ImportError:
     cuda = None
 GPU = gpu_available()
-# JAX on the CPU (the first platform is the default), and on the GPU for W4-gpu where it has a GPU backend
+# JAX on the CPU (the first platform is the default), and on the GPU for the -gpu workloads where it has a GPU backend
 os.environ.setdefault("JAX_PLATFORMS", "cpu,cuda" if GPU and _jax_gpu_plugin() else "cpu")
 
 import numpy as np  # noqa: E402 - after the thread settings above
@@ -128,6 +132,13 @@ def per_example_loss(p):
     return np.sin(p[0]) * p[1] + np.exp(p[2]) * p[0] ** 2
 
 
+def loop_loss(w, x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + (np.tanh(w[i] * x[i]) - y) ** 2
+    return s
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Analytic references (NumPy), and the finite differences that check them
 # ---------------------------------------------------------------------------------------------------------------
@@ -136,6 +147,12 @@ def per_example_grads(P):
     x, y, z = P[:, 0], P[:, 1], P[:, 2]
     ez = np.exp(z)
     return np.stack([np.cos(x) * y + 2.0 * ez * x, np.sin(x), ez * x * x], axis=1)
+
+
+def loop_loss_grads(w, X, Y):
+    """The gradient rows of ``loop_loss`` w.r.t. ``w``: 2 (tanh(w_i x_i) - y)(1 - tanh^2(w_i x_i)) x_i."""
+    t = np.tanh(w * X)
+    return 2.0 * (t - Y[:, None]) * (1.0 - t * t) * X
 
 
 def sq_loss(p, t):
@@ -168,6 +185,12 @@ def reference(workload, data):
         ref = per_example_grads(P)
         fd = np.stack([fd_gradient(per_example_loss, P[b], 1e-6) for b in range(8)])
         return ref, "analytic (cos(x)y + 2e^z x, sin x, e^z x^2); vs central FD on 8 examples", \
+            rel_err(fd, ref[:8])
+    if workload == "W6-gpu":
+        w, X, Y = data["w"], data["X"], data["Y"]
+        fd = np.stack([fd_gradient(lambda v, b=b: loop_loss(v, X[b], Y[b]), w, 1e-6) for b in range(8)])
+        ref = loop_loss_grads(w, X, Y)
+        return ref, "analytic 2(tanh(w x) - y)(1 - tanh^2(w x)) x; vs central FD on 8 examples", \
             rel_err(fd, ref[:8])
     p, t = data["p"], data["t"]
     m = 200  # the loss is a sum over elements: the gradient of a prefix is the prefix of the gradient
@@ -294,7 +317,7 @@ def hand_cuda_per_example(P, G):
 
 def numba_cuda_per_example(data):
     dP, synchronize = _device_data(data)
-    if not _CUDA_KERNELS:
+    if "per_example" not in _CUDA_KERNELS:
         _CUDA_KERNELS["per_example"] = cuda.jit(hand_cuda_per_example)
     kernel, n = _CUDA_KERNELS["per_example"], dP.shape[0]
     threads = 128  # as s2s's kernels
@@ -320,16 +343,78 @@ def s2s_cuda_per_example(data):
     return call
 
 
+def hand_cuda_loop_loss(w, X, Y, G):
+    """The hand-written kernel for W6-gpu: thread ``b`` writes example ``b``'s gradient row."""
+    b = cuda.grid(1)
+    if b < X.shape[0]:
+        for i in range(X.shape[1]):
+            t = math.tanh(w[i] * X[b, i])
+            G[b, i] = 2.0 * (t - Y[b]) * (1.0 - t * t) * X[b, i]
+
+
+def _device_loop_data(data):
+    if not GPU:
+        raise Skip("no CUDA GPU (numba.cuda.is_available() is False)")
+    if "dX" not in data:
+        data.update(dw=cuda.to_device(data["w"]), dX=cuda.to_device(data["X"]), dY=cuda.to_device(data["Y"]))
+    return data["dw"], data["dX"], data["dY"]
+
+
+def numba_cuda_loop_loss(data):
+    dw, dX, dY = _device_loop_data(data)
+    if "loop_loss" not in _CUDA_KERNELS:
+        _CUDA_KERNELS["loop_loss"] = cuda.jit(hand_cuda_loop_loss)
+    kernel, (n, d) = _CUDA_KERNELS["loop_loss"], dX.shape
+    blocks = (n + 127) // 128
+
+    def call():
+        G = cuda.device_array((n, d), np.float64)
+        kernel[blocks, 128](dw, dX, dY, G)
+        cuda.synchronize()
+        return G
+    return call
+
+
+def s2s_cuda_loop_loss(data):
+    s2s = _s2s()
+    dw, dX, dY = _device_loop_data(data)
+    v = s2s.vmap(s2s.grad(loop_loss), in_axes=(None, 0, 0), target="cuda")
+
+    def call():
+        G = v(dw, dX, dY)
+        cuda.synchronize()
+        return G
+    return call
+
+
+def jax_gpu_loop_loss(data):
+    jax = _jax()
+    import jax.numpy as jnp
+
+    device = _jax_gpu(jax)
+
+    def f(w, x, y):
+        return jnp.sum((jnp.tanh(w * x) - y) ** 2)  # JAX would unroll the loop: its vectorised spelling
+    g = jax.jit(jax.vmap(jax.grad(f), in_axes=(None, 0, 0)))
+    w, X, Y = (jax.device_put(jnp.asarray(data[k], dtype=jnp.float64), device) for k in ("w", "X", "Y"))
+    return lambda: jax.block_until_ready(g(w, X, Y))
+
+
+def _jax_gpu(jax):
+    """JAX's first GPU device, or Skip."""
+    if not GPU:
+        raise Skip("no CUDA GPU (numba.cuda.is_available() is False)")
+    try:
+        return jax.devices("gpu")[0]
+    except RuntimeError as exc:
+        raise Skip(f"JAX has no GPU backend ({short_error(exc)}); pip install 'jax[cuda12]'") from None
+
+
 def jax_gpu_per_example(data):
     jax = _jax()
     import jax.numpy as jnp
 
-    if not GPU:
-        raise Skip("no CUDA GPU (numba.cuda.is_available() is False)")
-    try:
-        device = jax.devices("gpu")[0]
-    except RuntimeError as exc:
-        raise Skip(f"JAX has no GPU backend ({short_error(exc)}); pip install 'jax[cuda12]'") from None
+    device = _jax_gpu(jax)
 
     def f(p):
         return jnp.sin(p[0]) * p[1] + jnp.exp(p[2]) * p[0] ** 2
@@ -414,17 +499,23 @@ ROWS = [
     ("W4-gpu", "numba", NUMBA_CUDA, numba_cuda_per_example, NUMBA_CUDA, False),
     ("W4-gpu", "s2s", S2S_CUDA, s2s_cuda_per_example, NUMBA_CUDA, False),
     ("W4-gpu", "jax", "JAX jit(vmap(grad)) GPU", jax_gpu_per_example, NUMBA_CUDA, False),
+    ("W6-gpu", "numba", NUMBA_CUDA, numba_cuda_loop_loss, NUMBA_CUDA, False),
+    ("W6-gpu", "s2s", S2S_CUDA, s2s_cuda_loop_loss, NUMBA_CUDA, False),
+    ("W6-gpu", "jax", "JAX jit(vmap(grad)) GPU", jax_gpu_loop_loss, NUMBA_CUDA, False),
 ]
 TOOLS = ("numba", "numpy", "s2s", "jax")
 # the arrays each workload's compiled functions take (for the allocation baseline: unboxing them)
-ARGUMENTS = {"W4": ("P",), "W5-jit": ("p", "t"), "W5-grad": ("p", "t"), "W4-gpu": ("P",)}
+ARGUMENTS = {"W4": ("P",), "W5-jit": ("p", "t"), "W5-grad": ("p", "t"), "W4-gpu": ("P",), "W6-gpu": ("w", "X", "Y")}
 
 FULL = {"W4": {"n": 1_000_000}, "W5-jit": {"n": 10_000_000}, "W5-grad": {"n": 10_000_000},
-        "W4-gpu": {"n": 10_000_000}}
-QUICK = {"W4": {"n": 100_000}, "W5-jit": {"n": 1_000_000}, "W5-grad": {"n": 1_000_000}, "W4-gpu": {"n": 1_000_000}}
+        "W4-gpu": {"n": 10_000_000}, "W6-gpu": {"n": 1_000_000, "d": 16}}
+QUICK = {"W4": {"n": 100_000}, "W5-jit": {"n": 1_000_000}, "W5-grad": {"n": 1_000_000}, "W4-gpu": {"n": 1_000_000},
+         "W6-gpu": {"n": 100_000, "d": 16}}
 DESCRIPTIONS = {
     "W4": "per-example grads of np.sin(p[0])*p[1] + np.exp(p[2])*p[0]**2, P of shape ({n}, 3)",
     "W4-gpu": "W4 on the GPU, P of shape ({n}, 3) on the device",
+    "W6-gpu": "per-example grads w.r.t. w of a loop, sum_i (tanh(w[i]*x[i]) - y)**2, X of shape ({n}, {d}), on the "
+              "device",
     "W5-jit": "np.sum((p - t)**2), n={n}",
     "W5-grad": "grad of np.sum((p - t)**2) w.r.t. p, n={n}",
 }
@@ -437,6 +528,7 @@ AIMS = [
     ("W5-jit", "s2s jit", "numba"), ("W5-jit", "s2s jit", "jax"),
     ("W5-grad", "s2s grad", "numba"), ("W5-grad", "s2s grad", "jax"),
     ("W4-gpu", S2S_CUDA, "numba"), ("W4-gpu", S2S_CUDA, "jax"),
+    ("W6-gpu", S2S_CUDA, "numba"), ("W6-gpu", S2S_CUDA, "jax"),
 ]
 # NRT allocations per call the fused functions should make (net of unboxing their arguments)
 ALLOCATION_AIMS = [("W5-jit", "s2s jit", 0, "the fused jit allocates nothing"),
@@ -557,6 +649,9 @@ def make_data(workload: str, size: dict, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     if workload in ("W4", "W4-gpu"):
         return {"P": rng.standard_normal((size["n"], 3))}
+    if workload == "W6-gpu":
+        return {"w": rng.uniform(-1.0, 1.0, size["d"]), "X": rng.standard_normal((size["n"], size["d"])),
+                "Y": rng.standard_normal(size["n"])}
     return {"p": rng.standard_normal(size["n"]), "t": rng.standard_normal(size["n"])}
 
 
@@ -768,7 +863,7 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="small sizes and short rows: a smoke test in < 60 s")
     p.add_argument("--json", metavar="PATH", help="write the results (rows, aims, sizes, versions) as JSON")
     p.add_argument("--workloads", default=",".join(FULL),
-                   help=f"comma-separated subset of {','.join(FULL)} (W5: both W5 rows; W4-gpu: with a GPU only)")
+                   help=f"comma-separated subset of {','.join(FULL)} (W5: both W5 rows; *-gpu: with a GPU only)")
     p.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
     p.add_argument("--min-repeats", type=int, default=5, help="at least this many timed repeats per row (default 5)")
     p.add_argument("--rounds", type=int, default=5,
@@ -813,10 +908,11 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     sizes = QUICK if args.quick else FULL
-    if "W4-gpu" in args.workloads and not GPU:
-        args.workloads.remove("W4-gpu")
-        print("note: the GPU section (W4-gpu) is skipped: numba.cuda.is_available() is False (no CUDA GPU, or "
-              "the simulator is on)")
+    gpu_workloads = [w for w in args.workloads if w.endswith("-gpu")]
+    if gpu_workloads and not GPU:
+        args.workloads = [w for w in args.workloads if w not in gpu_workloads]
+        print(f"note: the GPU section ({', '.join(gpu_workloads)}) is skipped: numba.cuda.is_available() is False "
+              "(no CUDA GPU, or the simulator is on)")
     temp_cache = None
     if not args.warm_cache:
         temp_cache = tempfile.mkdtemp(prefix="s2s-bench-cache-")
