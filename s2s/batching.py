@@ -9,7 +9,7 @@ functions into a module that keeps its map to the user's lines
 (:func:`extend`).
 
     >>> loop_parts([0, None])
-    (['a0', 'a1'], 'a0[b], a1', 'a0.shape[0]')
+    (['a0', 'a1'], ['a0[b]', 'a1'], 'a0.shape[0]')
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ __all__ = ["Into", "into_variant", "functions_of", "extend", "loop_parts", "loop
            "into_call", "template"]
 
 
-def loop_parts(axes: list) -> tuple[list[str], str, str]:
+def loop_parts(axes: list) -> tuple[list[str], list[str], str]:
     """The batched function's parameters, the example's arguments picked from them at ``b``, and the batch size."""
     params = [f"a{k}" for k in range(len(axes))]
-    picks = ", ".join(p if a is None else f"{p}[{', '.join([':'] * a + ['b'])}]" for p, a in zip(params, axes))
+    picks = [p if a is None else f"{p}[{', '.join([':'] * a + ['b'])}]" for p, a in zip(params, axes)]
     first, axis = next((p, a) for p, a in zip(params, axes) if a is not None)
     return params, picks, f"{first}.shape[{axis}]"
 
@@ -96,12 +96,13 @@ def _allocation(example) -> str:
            f"{'np.bool_' if dtype == np.bool_ else f'np.{dtype.name}'})"
 
 
-def into_call(into: Into, picks: str, n_outputs: int) -> str:
-    """The statement calling ``into`` on example ``b`` (arguments ``picks``), writing row ``b`` of the outputs."""
-    outs = [f"out{j}" for j in range(n_outputs)]
-    call = f"{into.function.name}({', '.join([picks] + [f'{outs[j]}[b]' for j in into.rows])})"
+def into_call(into: Into, picks: list[str], rows: list[str] | None = None) -> str:
+    """The statement calling ``into`` on example ``b`` (arguments ``picks``), writing its outputs' ``rows``
+    (by default row ``b`` of each output ``out{j}``) and row ``b`` of the outputs it returns."""
+    rows = rows or [f"out{j}[b]" for j in into.rows]
+    call = f"{into.function.name}({', '.join(picks + rows)})"
     if into.returned:
-        return f"{', '.join(f'{outs[j]}[b]' for j in into.returned)} = {call}"
+        return f"{', '.join(f'out{j}[b]' for j in into.returned)} = {call}"
     return call
 
 
@@ -122,7 +123,7 @@ def loop_function(name: str, into: Into, axes: list, results: list, loop: str, d
     outs = [f"out{j}" for j in range(len(results))]
     lines = [decorator, f"def {name}({', '.join(params)}):", f"    n = {size}"]
     lines += [f"    {o} = {_allocation(r)}" for o, r in zip(outs, results)]
-    lines += [f"    for b in {loop}(n):", f"        {into_call(into, picks, len(results))}",
+    lines += [f"    for b in {loop}(n):", f"        {into_call(into, picks)}",
               f"    return {', '.join(outs)}"]
     return template("\n".join(line for line in lines if line))
 
@@ -145,6 +146,7 @@ def calls_function(name: str, callee: str, axes: list, paths: list[tuple], loop:
         return out0
     """
     params, picks, size = loop_parts(axes)
+    picks = ", ".join(picks)
     several = paths != [()]
     outs = [f"out{j}" for j in range(len(paths))]
     firsts = ["first" + "".join(f"[{i}]" for i in path) for path in paths]

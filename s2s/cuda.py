@@ -49,6 +49,7 @@ from __future__ import annotations
 import copy
 import linecache
 import warnings
+from dataclasses import dataclass
 
 import gast
 import numpy as np
@@ -92,12 +93,17 @@ def kernel_entry(vmapped, inner_entry: Entry, into, example: list, axes: list, o
 
     >>> import numpy as np, s2s
     >>> batched = s2s.vmap(s2s.grad(lambda p: p[0] * p[1]), target="cuda")
-    >>> print("\\n".join(batched.source(np.ones((4, 2))).splitlines()[-5:]))
+    >>> source = batched.source(np.ones((4, 2)))
+    >>> print(source[source.index("@cuda.jit\\n"):])
     @cuda.jit
     def lambda__grad_kernel(a0, out0):
         b = cuda.grid(1)
         if b < out0.shape[0]:
-            lambda__grad_into(a0[b], out0[b])
+            out0_row = cuda.local.array(2, np.float64)
+            lambda__grad_into(a0[b], out0_row)
+            for k in range(2):
+                out0[b, k] = out0_row[k]
+    <BLANKLINE>
     """
     module = inner_entry.module
     source_file = user_file(vmapped.fn)
@@ -112,7 +118,8 @@ def kernel_entry(vmapped, inner_entry: Entry, into, example: list, axes: list, o
     rows = [np.empty(np.shape(outputs[j]), np.asarray(outputs[j]).dtype) for j in into.rows]
     checker = _KernelRules(cpu, namespace, source_file, into.function.name)
     checker.check(tuple(typeof_value(v) for v in example + rows), example + rows)
-    kernel_module = _kernel_module(cpu, checker, into, axes, len(outputs))
+    staged = _staged_rows(example, axes, outputs, into, inputs=_writes_no_argument(vmapped))
+    kernel_module = _kernel_module(cpu, checker, into, axes, len(outputs), staged)
     kernel = load(kernel_module)[kernel_module.entry]
     launcher = Launcher(kernel, [(np.shape(o), np.asarray(o).dtype) for o in outputs], several, axes,
                         kernel_module, source_file)
@@ -332,9 +339,136 @@ def _dtype_source(dtype) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ the CUDA module
-def _kernel_module(cpu: Module, rules: _KernelRules, into, axes: list, n_outputs: int) -> Module:
+#: bytes of shared memory a kernel's block may stage rows in (the static limit per block is 48 KiB)
+STAGING_BYTES = 40 * 1024
+#: rows wider than this (bytes) go through shared memory: a warp's rows then span more cache lines than
+#: the L1 cache keeps while its threads read them element by element
+WIDE_ROW_BYTES = 32
+
+
+@dataclass
+class Staged:
+    """A batched argument (``a1``) or output (``out0``) whose rows the kernel does not read or write in place.
+
+    ``shared``: the block copies its examples' rows through shared memory
+    (``stride``, the padded row length there, is odd, so that the threads
+    of a warp reading their rows' elements hit different banks); otherwise
+    (an output row) the thread fills a local array (registers) and copies it
+    into its row at the end. ``length`` is the length of one example's row
+    (1-D), ``dtype`` its source.
+    """
+
+    name: str
+    length: int
+    dtype: str
+    shared: bool
+    stride: int = 0
+
+    def view(self) -> str:
+        """What the "into" function gets in place of the row."""
+        return f"{self.name}_rows[t, :{self.length}]" if self.shared else f"{self.name}_row"
+
+
+def _writes_no_argument(vmapped) -> bool:
+    """Whether the per-example function leaves its array arguments as they are: a derivative transform's
+    (``jit`` keeps NumPy's semantics and may write them; a row copied in is not copied back)."""
+    from .api import Transformed
+
+    return isinstance(vmapped.inner, Transformed) and vmapped.inner.transform != "jit"
+
+
+def _staged_rows(example: list, axes: list, outputs: list, into, inputs: bool) -> dict[str, Staged]:
+    """How the kernel stages 1-D rows: wide output rows, then wide rows of arguments batched along axis 0
+    (where ``inputs``), through shared memory while they fit :data:`STAGING_BYTES`; other output rows in
+    a local array.
+
+    One thread per example reading its own row strides through memory by
+    the row's length from one thread to the next; a block copying its
+    examples' rows in and out together reads and writes them contiguously.
+    A narrow output row filled in registers is written once, not zeroed and
+    then added to in memory.
+    """
+    candidates = [(f"out{j}", outputs[j]) for j in into.rows]
+    candidates += [(f"a{k}", leaf) for k, (leaf, axis) in enumerate(zip(example, axes)) if inputs and axis == 0]
+    staged, used = {}, 0
+    for name, row in candidates:
+        row = np.asarray(row)
+        if row.ndim != 1 or row.dtype.kind not in "biuf":
+            continue
+        dtype, stride = _dtype_source(row.dtype), row.size | 1
+        size = THREADS_PER_BLOCK * stride * row.dtype.itemsize
+        if row.nbytes > WIDE_ROW_BYTES and used + size <= STAGING_BYTES:
+            staged[name] = Staged(name, row.size, dtype, shared=True, stride=stride)
+            used += size
+        elif name.startswith("out") and row.size <= 64:
+            staged[name] = Staged(name, row.size, dtype, shared=False)
+    return staged
+
+
+def _kernel_source(name: str, cuda_name: str, into, axes: list, n_outputs: int, staged: dict[str, Staged]) -> str:
+    """The kernel: thread ``b`` calls the "into" function on example ``b``; ``staged`` rows go through shared
+    memory (copied in by the block before the calls and out after them) or a local array.
+
+    >>> from s2s.batching import Into
+    >>> into = Into(gast.parse("def g_into(x, y):\\n    y[...] = x").body[0], [0], [])
+    >>> print(_kernel_source("g_kernel", "cuda", into, [0], 1, {"out0": Staged("out0", 8, "np.float64", True, 9)}))
+    @cuda.jit
+    def g_kernel(a0, out0):
+        out0_rows = cuda.shared.array((128, 9), np.float64)
+        t = cuda.threadIdx.x
+        first = cuda.blockIdx.x * cuda.blockDim.x
+        b = first + t
+        count = min(cuda.blockDim.x, out0.shape[0] - first)
+        if b < out0.shape[0]:
+            g_into(a0[b], out0_rows[t, :8])
+        cuda.syncthreads()
+        for k in range(t, count * 8, cuda.blockDim.x):
+            out0[first + k // 8, k % 8] = out0_rows[k // 8, k % 8]
+    """
+    params, picks, _ = loop_parts(axes)
+    outs = [f"out{j}" for j in range(n_outputs)]
+    head = [f"@{cuda_name}.jit", f"def {name}({', '.join(params + outs)}):"]
+    shared = [r for r in staged.values() if r.shared]
+    local = [r for r in staged.values() if not r.shared]
+    rows = [staged[f"out{j}"].view() if f"out{j}" in staged else f"out{j}[b]" for j in into.rows]
+    call = into_call(into, [staged[p].view() if p in staged else pick for p, pick in zip(params, picks)], rows)
+    filled = [line for r in local for line in (f"        for k in range({r.length}):",
+                                                 f"            {r.name}[b, k] = {r.name}_row[k]")]
+    if not shared:
+        return "\n".join(head + [f"    b = {cuda_name}.grid(1)", "    if b < out0.shape[0]:"]
+                         + [f"        {r.name}_row = {cuda_name}.local.array({r.length}, {r.dtype})" for r in local]
+                         + [f"        {call}"] + filled)
+
+    def copy(row: Staged, inwards: bool) -> list[str]:
+        element = f"k // {row.length}, k % {row.length}"
+        batched, rows = f"{row.name}[first + {element}]", f"{row.name}_rows[{element}]"
+        target, value = (rows, batched) if inwards else (batched, rows)
+        return [f"    for k in range(t, count * {row.length}, {cuda_name}.blockDim.x):", f"        {target} = {value}"]
+
+    body = [f"    {r.name}_rows = {cuda_name}.shared.array(({THREADS_PER_BLOCK}, {r.stride}), {r.dtype})"
+            for r in shared]
+    body += [f"    t = {cuda_name}.threadIdx.x", f"    first = {cuda_name}.blockIdx.x * {cuda_name}.blockDim.x",
+             "    b = first + t", f"    count = min({cuda_name}.blockDim.x, out0.shape[0] - first)"]
+    ins = [r for r in shared if r.name in params]
+    for row in ins:
+        body += copy(row, inwards=True)
+    if ins:
+        body.append(f"    {cuda_name}.syncthreads()")
+    body.append("    if b < out0.shape[0]:")
+    body += [f"        {r.name}_row = {cuda_name}.local.array({r.length}, {r.dtype})" for r in local]
+    body += [f"        {call}"] + filled
+    outs_shared = [r for r in shared if r.name in outs]
+    if outs_shared:
+        body.append(f"    {cuda_name}.syncthreads()")
+    for row in outs_shared:
+        body += copy(row, inwards=False)
+    return "\n".join(head + body)
+
+
+def _kernel_module(cpu: Module, rules: _KernelRules, into, axes: list, n_outputs: int,
+                   staged: dict[str, Staged]) -> Module:
     """The CUDA module: the device functions the "into" function reaches (the ``kernel`` stage of
-    :mod:`s2s.pipeline` run on each), and the kernel calling it per example."""
+    :mod:`s2s.pipeline` run on each), and the kernel calling it per example (:func:`_kernel_source`)."""
     taken = {n.id for fn in rules.functions.values() for n in gast.walk(fn) if isinstance(n, gast.Name)}
     cuda_name = next(c for c in ("cuda", *(f"cuda{k}" for k in range(2, 100))) if c not in taken)
     functions = []
@@ -343,13 +477,8 @@ def _kernel_module(cpu: Module, rules: _KernelRules, into, axes: list, n_outputs
             ctx = Context(None, cuda_name=cuda_name, local_arrays=rules.locals if name == into.function.name else {},
                           error=rules.error)
             functions.append(run("kernel", copy.deepcopy(fn), ctx))
-    params, picks, _ = loop_parts(axes)
-    kernel = template("\n".join([
-        f"@{cuda_name}.jit", f"def {into.function.name.removesuffix('_into')}_kernel({', '.join(params)}, "
-                             f"{', '.join(f'out{j}' for j in range(n_outputs))}):",
-        f"    b = {cuda_name}.grid(1)",
-        "    if b < out0.shape[0]:",
-        f"        {into_call(into, picks, n_outputs)}"]))
+    kernel = template(_kernel_source(f"{into.function.name.removesuffix('_into')}_kernel", cuda_name, into, axes,
+                                     n_outputs, staged))
     target = f"target:    cuda{' (the simulator: NUMBA_ENABLE_CUDASIM=1)' if _simulated() else ''}"
     header = cpu.source.split('"""')[1].splitlines()
     header[0] += ", batched by vmap: a CUDA kernel, one thread per example"

@@ -181,7 +181,8 @@ def test_cuda_shared_argument_and_a_loop_with_local_tapes():
     for b in range(len(P)):
         np.testing.assert_allclose(g[b], numerical_grad(loss, (W, P[b], Y[b]), 0), rtol=1e-6, atol=1e-9)
     source = batched.source(W, P, Y)
-    assert "loss_grad_into(a0, a1[b], a2[b], out0[b])" in source  # the shared weights passed once, as they are
+    # the shared weights passed once, as they are; the narrow gradient row filled in a local array
+    assert "loss_grad_into(a0, a1[b], a2[b], out0_row)" in source
     assert "_tape = cuda.local.array((3,), np.float64)" in source and "rt.reserve" not in source
 
 
@@ -199,13 +200,47 @@ def test_cuda_examples_of_another_shape_get_their_own_kernel():
             np.testing.assert_allclose(g[b], numerical_grad(loss, (w, x[b], Y[b]), 0), rtol=1e-6, atol=1e-9)
 
 
+def doubles_its_first_entry(x):
+    x[0] = x[0] * 2.0
+    return x[0] + x[1]
+
+
+@cuda_only
+@pytest.mark.parametrize("d", [16, 5])
+def test_cuda_rows_go_through_shared_memory(d):
+    """A block copies its examples' rows in and its gradient rows out contiguously (one thread per example
+    would stride through memory by a row); a row of even length is padded to an odd stride (no bank
+    conflicts). 130 examples: a full block of 128 and a block of 2."""
+    w, x, y = RNG.normal(size=d), RNG.normal(size=(130, d)), RNG.normal(size=130)
+    batched = s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0), target="cuda")
+    t = np.tanh(w * x)
+    np.testing.assert_allclose(batched(w, x, y), 2.0 * (t - y[:, None]) * (1.0 - t * t) * x, rtol=1e-9, atol=1e-14)
+    source = batched.source(w, x, y)
+    stride = d | 1
+    assert f"a1_rows = cuda.shared.array((128, {stride}), np.float64)" in source
+    assert f"out0_rows = cuda.shared.array((128, {stride}), np.float64)" in source
+
+
+@cuda_only
+def test_cuda_rows_of_a_function_that_writes_its_argument_are_not_staged():
+    """jit keeps NumPy's semantics: a write into an example's row reaches the caller's device array, so
+    only the outputs go through shared memory."""
+    batched = s2s.vmap(doubles_its_first_entry, target="cuda")
+    x = cuda.to_device(P)
+    out = batched(x)
+    np.testing.assert_allclose(out.copy_to_host(), 2.0 * P[:, 0] + P[:, 1], rtol=1e-13)
+    np.testing.assert_allclose(x.copy_to_host()[:, 0], 2.0 * P[:, 0], rtol=1e-13)
+    assert "_rows" not in batched.source(P)
+
+
 @cuda_only
 def test_cuda_kernel_source_is_scalar_code():
     source = s2s.vmap(s2s.grad(mixed), target="cuda").source(P)
     kernel = source.split("import s2s_runtime as rt")[1]
-    assert "@cuda.jit(device=True)" in kernel and "b = cuda.grid(1)" in kernel
-    assert "math.sqrt(" in kernel and "np.sqrt" not in kernel  # spelled as numba.cuda compiles it
-    assert "min(" not in kernel  # min of two values: a conditional expression
+    device, launched = kernel.split("@cuda.jit\n")
+    assert "@cuda.jit(device=True)" in device and "out0_row = cuda.local.array(3, np.float64)" in launched
+    assert "math.sqrt(" in device and "np.sqrt" not in device  # spelled as numba.cuda compiles it
+    assert "min(" not in device  # min of two values: a conditional expression
     for allocation in ("np.zeros", "np.empty", "rt.reserve", "[]"):
         assert allocation not in kernel
 
