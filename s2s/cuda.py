@@ -159,6 +159,23 @@ class Launcher:
             outs = [o.copy_to_host() for o in outs]
         return tuple(outs) if self.several else outs[0]
 
+    def launch_for(self, leaves: tuple):
+        """A call of the kernel for device arrays shaped as ``leaves`` (numbers, device arrays): the grid and
+        the outputs' shapes worked out once."""
+        from numba import cuda
+
+        size = next(np.shape(leaf)[a] for leaf, a in zip(leaves, self.axes) if a is not None)
+        threads = min(THREADS_PER_BLOCK, size)
+        kernel = self.kernel[(size + threads - 1) // threads, threads]
+        outputs = [((size, *shape), dtype) for shape, dtype in self.outputs]
+        several = self.several
+
+        def launch(args):
+            outs = [cuda.device_array(shape, dtype) for shape, dtype in outputs]
+            kernel(*args, *outs)
+            return tuple(outs) if several else outs[0]
+        return launch
+
     def _compile_error(self, exc: Exception) -> CompileError:
         """numba.cuda's error, located at the user's line where the generated line maps to one."""
         return compile_error(self.module, exc, "numba.cuda cannot compile the kernel", self.user_file)

@@ -308,6 +308,27 @@ def test_cuda_device_arrays_in_device_arrays_out():
 
 
 @cuda_only
+def test_cuda_device_arrays_again_go_straight_to_the_kernel():
+    """A second call with device arrays of the same dtypes and shapes launches the kernel without the checks
+    (its fast path); other shapes, host arrays and a dtype the kernel does not take go the long way."""
+    batched = s2s.vmap(s2s.value_and_grad(mixed), target="cuda")
+    x = cuda.to_device(P)
+    batched(x)
+    assert len(batched._on_device) == 1
+    values, grads = batched(cuda.to_device(2.0 * P))  # through the fast path
+    for b in range(len(P)):
+        assert values.copy_to_host()[b] == pytest.approx(mixed(2.0 * P[b]), rel=1e-13)
+        np.testing.assert_allclose(grads.copy_to_host()[b], numerical_grad(mixed, (2.0 * P[b],), 0), rtol=1e-6,
+                                   atol=1e-9)
+    values, _ = batched(cuda.to_device(P[:4]))  # another batch size: its own path
+    assert values.shape == (4,) and len(batched._on_device) == 2
+    batched(P)  # host arrays: results copied back, no fast path
+    assert len(batched._on_device) == 2
+    with pytest.raises(InputError, match="unsupported dtype complex128"):
+        batched(cuda.to_device(P.astype(np.complex128)))
+
+
+@cuda_only
 def test_cuda_in_and_out_axes_on_the_host():
     g = s2s.vmap(s2s.grad(w4), in_axes=1, out_axes=1, target="cuda")(np.ascontiguousarray(P.T))
     np.testing.assert_allclose(g, s2s.vmap(s2s.grad(w4))(P).T, rtol=1e-13)
