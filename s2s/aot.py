@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .build import Builder
+from .api import module_for
 from .codegen import IMPORTS
 
 __all__ = ["Entry", "build"]
@@ -95,7 +95,7 @@ def build(entries: list[Entry], output: str, compiled: bool = False, progress: b
     else:
         modules = []
         for k, entry in enumerate(entries):
-            modules.append(Builder(entry.fn, entry.transform, entry.argnums).module(entry.signature))
+            modules.append(module_for(entry.fn, entry.transform, entry.argnums, entry.signature))
             report(k)
     groups: dict[str, list] = {}
     for entry, module in zip(entries, modules):
@@ -114,7 +114,7 @@ def build(entries: list[Entry], output: str, compiled: bool = False, progress: b
 def _generate_spec(loader, spec: str, transform: str, signature: tuple, argnums):
     """The generated module of one entry, in a worker process: the function loaded again from ``spec``."""
     fn, _ = loader(spec)
-    return Builder(fn, transform, argnums).module(signature)
+    return module_for(fn, transform, argnums, signature)
 
 
 def _reporter(entries: list[Entry], progress: bool):

@@ -35,7 +35,7 @@ from .generated import Module
 from .ir import TransformRequest
 from .passes import outputs
 from .rules import lookup
-from .tree_util import tree_flatten, tree_map, tree_unflatten
+from .tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "jvp", "vjp", "linearize",
            "jit", "source", "Transformed", "Pullback", "TARGETS"]
@@ -118,15 +118,17 @@ class Transformed(Specialised):
                         fuse: bool = True, kernel: bool = False) -> Entry:
         """The compiled entry for Numba argument types ``key`` (the leaves of ``structures``)."""
         if not structures:
-            from .tree_util import LEAF
-
             structures = (LEAF,) * len(key)
         marks = (() if fuse else ("unfused",)) + (("kernel",) if kernel else ())
         return self._entry(entry_key(key, structures, extra_types + marks),
                            lambda: self._build(key, structures, extra_types, fuse, kernel))
 
-    def _build(self, key: tuple, structures: tuple, extra_types: tuple, fuse: bool, kernel: bool = False) -> Entry:
-        """The entry for argument types ``key``: generated (or loaded from the disk cache) and compiled."""
+    def _builder(self, key: tuple, structures: tuple, fuse: bool = True, kernel: bool = False) -> tuple:
+        """(the :class:`~s2s.build.Builder` of the entry for argument types ``key``, the transform it builds).
+
+        Over a transformed function it builds from that function's generated
+        module (generated, not compiled: an unfused entry compiles if called).
+        """
         fn, transform, scalar_output = self.fn, self.transform, False
         if isinstance(fn, Transformed):
             # Reverse mode over generated code is computed in forward mode: the same derivative.
@@ -143,6 +145,11 @@ class Transformed(Specialised):
                           self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed),
                           fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes, specialise=specialise,
                           split_vjp=transform == "vjp", row_sweeps=not kernel)
+        return builder, transform
+
+    def _build(self, key: tuple, structures: tuple, extra_types: tuple, fuse: bool, kernel: bool = False) -> Entry:
+        """The entry for argument types ``key``: generated (or loaded from the disk cache) and compiled."""
+        builder, transform = self._builder(key, structures, fuse, kernel)
         program = builder.program()
         cache = default_cache() if not program.transformed else None
         # a joint vjp compiles at its first pullback (it needs the cotangent's type); a split one at once. An
@@ -770,6 +777,23 @@ def hessian(fn, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transf
            [ 0., 12.]])
     """
     return Transformed(grad(fn, argnums, has_aux, target), "jacfwd", argnums, has_aux, target)
+
+
+def module_for(fn, transform: str, argnums, arg_types: tuple, target: str = "cpu") -> Module:
+    """The module s2s generates for ``transform`` of ``fn`` and Numba argument types, compiled by nothing:
+    what ``s2s show`` prints and ``s2s build`` writes. ``transform`` is one of
+    :data:`s2s.build.TRANSFORMS` or ``"hessian"`` (forward mode over the generated gradient).
+
+    >>> import numba, s2s
+    >>> module = s2s.api.module_for(lambda x: x ** 3, "hessian", 0, (numba.float64,))
+    >>> module.entry
+    'lambda__grad_jacfwd'
+    """
+    if transform == "hessian":
+        key = tuple(arg_types)
+        builder, _ = hessian(fn, argnums, target=target)._builder(key, (LEAF,) * len(key))
+        return builder.module(key)
+    return Builder(fn, transform, argnums, target=target, specialise=specialise).module(tuple(arg_types))
 
 
 def jvp(fn, primals: tuple, tangents: tuple, has_aux: bool = False, target: str = "cpu"):

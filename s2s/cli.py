@@ -29,6 +29,8 @@ TRANSFORM_FLAGS = {
     "value-and-grad": "the value and the gradient",
     "jvp": "the value and a directional derivative (forward mode; takes tangents after the arguments)",
     "jacfwd": "the Jacobian by forward mode",
+    "jacrev": "the Jacobian by reverse mode (one forward sweep, the rows as directions of one adjoint sweep)",
+    "hessian": "the Hessian of a scalar function (forward mode over the generated gradient)",
     "vjp": "the value and cotangent times Jacobian (takes the cotangent after the arguments)",
     "jit": "the function itself, compiled",
 }
@@ -88,28 +90,27 @@ def _argnums(text: str):
     return nums[0] if len(nums) == 1 and "," not in text else nums
 
 
-def _builder(fn, transform: str, argnums, target: str):
-    from .api import specialise
-    from .build import Builder
-
-    return Builder(fn, transform, argnums, target=target, specialise=specialise)
-
-
 # ---------------------------------------------------------------------- commands
 def cmd_show(args) -> int:
+    from .api import module_for
+
     fn, _ = load_function(args.function)
     types = parse_signature(args.signature)
-    builder = _builder(fn, _transform(args), _argnums(args.argnums), args.target)
+    transform, argnums = _transform(args), _argnums(args.argnums)
+
+    def generate():
+        return module_for(fn, transform, argnums, types, args.target)
     if args.timings:
-        print(timings(builder, types))
+        print(timings(generate, types))
         return 0
     with mock.patch.dict(os.environ, {"S2S_VERBOSE": "1"} if args.stages else {}):
-        print(builder.module(types).source)
+        print(generate().source)
     return 0
 
 
-def timings(builder, types: tuple) -> str:
-    """Where the first call's time goes: each of s2s's passes, Numba's type inference, Numba's compile.
+def timings(generate, types: tuple) -> str:
+    """Where the first call's time goes (``generate()`` builds the module): each of s2s's passes, Numba's
+    type inference, Numba's compile.
 
     Each section counts its own time (a callee's transform built inside
     another counts once). Each Numba compilation is counted and named (the
@@ -137,7 +138,7 @@ def timings(builder, types: tuple) -> str:
     start = time.perf_counter()
     with clock.running():
         with section("other (the driver, generating the entry)"):
-            module = builder.module(types, builder.program())
+            module = generate()
         listener = Count()
         event.register("numba:compile", listener)
         try:

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import s2s
+from s2s.check import numerical_hessian
 
 TIMEOUT = 300
 X = np.array([0.3, -0.7, 1.1, 0.4, -1.6])
@@ -263,6 +264,27 @@ def test_build_from_config_file(model):
     assert_close_to_jit_and_numerical(array(gx), model.jit["energy01"][0], model.energy, (X, W), 0)
     assert_close_to_jit_and_numerical(scalar(gw), model.jit["energy01"][1], model.energy, (X, W), 1)
     assert_close_to_jit_and_numerical(array(loss), model.jit["loss"], model.loss, (X,), 0)
+
+
+def test_build_hessians_and_reverse_mode_jacobians(model):
+    """``hessian`` (forward mode over the generated gradient, the gradient's functions written beside it) and
+    ``jacrev`` build as the other transforms do, from a config file or the command line's flags."""
+    out = out_dir(model, "second-order")
+    config = model.folder / "second-order.json"
+    config.write_text(json.dumps({"entries": [
+        {"function": "model.py:loss", "transform": "hessian", "signature": "f8[:]"},
+        {"function": "model.py:outer", "transform": "hessian", "signature": "f8[:]"},
+        {"function": "model.py:helper", "transform": "jacrev", "signature": "f8[:]"},
+    ]}))
+    done = s2s_build(model.folder, "--config", str(config), "-o", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split()) == sorted([str(out / "model_hessian.py"), str(out / "model_jacrev.py")])
+    report = call_built(out, [call("model_hessian", "loss", X), call("model_hessian", "outer", X),
+                              call("model_jacrev", "helper", X)])
+    loss, outer, helper = (array(c["result"]) for c in report["calls"])
+    np.testing.assert_allclose(loss, np.diag(2.0 * model.WEIGHTS - 1.5 * np.sin(X)), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(outer, numerical_hessian(model.outer, (X,), 0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(helper, np.diag(1.5 * np.cos(X)), rtol=1e-12, atol=1e-15)
 
 
 def test_build_a_function_together_with_one_it_calls(model):

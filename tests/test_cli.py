@@ -131,6 +131,16 @@ def test_show_other_transforms_and_argnums(cli):
     compile(done.stdout, "shown.py", "exec")
 
 
+def test_show_jacobians_by_reverse_mode_and_hessians(cli):
+    done = cli("show", "model.py:f", "--jacrev", "--signature", "f8[:]")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^def f_jacrev\(x\):", done.stdout, re.M), done.stdout
+    done = cli("show", "model.py:g", "--hessian", "--argnums", "1", "--signature", "f8[:], f8")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^def g_grad_jacfwd\(x, w\):", done.stdout, re.M), done.stdout  # forward over reverse
+    compile(done.stdout, "shown.py", "exec")
+
+
 def test_python_dash_m_runs_the_same_command_line(cli):
     done = cli("show", "model.py:f", "--jit", "--signature", "f8[:]", module=True)
     assert done.returncode == 0, done.stderr
