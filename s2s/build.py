@@ -94,6 +94,7 @@ class Builder:
         self.target = target
         self.row_sweeps = row_sweeps  # jacfwd of straight-line code one direction at a time (not in kernels)
         self.scalar_output = scalar_output  # a gradient computed in forward mode still needs a scalar
+        self.final = fuse  # the code runs as generated (it is not transformed again)
         self.fuse = fuse and target != "python"
         # the runtime's vectorising elementary functions instead of libm (not in code made to be transformed again)
         self.vector_math = self.fuse and fast_math and not vector_math.exact_math_requested()
@@ -165,7 +166,7 @@ class Builder:
         typed = typer.type(root, arg_types)
         self._check(root, typed)
         generator = _Generator(program, typer, self.fuse, self.max_tape_bytes, self.automatic_checkpoints,
-                               self.row_sweeps)
+                               self.row_sweeps, split_callees=self.final and self.row_sweeps)
         adjoint = ""
         if self.transform == "jit":
             entry = root.name
@@ -384,8 +385,12 @@ class _Generator:
     """Generates the entry function and the ``*_vjp`` functions of the callees it reaches."""
 
     def __init__(self, program: Program, typer: Typer, fuse_loops: bool = True, max_tape_bytes: int = 2 ** 62,
-                 automatic_checkpoints: bool = False, row_sweeps: bool = True):
+                 automatic_checkpoints: bool = False, row_sweeps: bool = True, split_callees: bool = False):
         self.program = program
+        # a call outside loops and branches runs its callee's split vjp: forward sweep (value and tape) where the
+        # primal call was, adjoint sweep from that tape (not in code transformed again, nor in a CUDA kernel)
+        self.split_callees = split_callees
+        self._splits: dict = {}
         self.row_sweeps = row_sweeps
         self.max_tape_bytes = max_tape_bytes
         self.automatic_checkpoints = automatic_checkpoints
@@ -408,7 +413,8 @@ class _Generator:
         if isinstance(seed, gast.Name):
             namer.taken.add(seed.id)
         transform = ReverseTransform(typed, activity, namer, self.vjp_of_call, seed, tuple_seed,
-                                     self.max_tape_bytes, entry and self.automatic_checkpoints)
+                                     self.max_tape_bytes, entry and self.automatic_checkpoints,
+                                     self.split_vjp_of_call if self.split_callees else None)
         with section("reverse transform"):
             fwd, rev = transform.build()
             fwd, rev, preamble, scalar_tapes = record.prune(transform, fwd, rev)
@@ -436,7 +442,7 @@ class _Generator:
         return entry
 
     def _reverse_body(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool, split_sweeps: bool,
-                      vector: bool = False):
+                      vector: bool = False, entry: bool = True):
         """(inputs, body, seed name, namer, activity, tape counters, types) of the reverse-mode function;
         ``split_sweeps`` puts :func:`split.marker` between the forward sweep and the adjoint sweep; ``vector``
         (a vjp) sweeps every direction of a seed with a leading direction axis at once."""
@@ -453,7 +459,7 @@ class _Generator:
             inputs.append(seed.id)
         value = ret.elts[0] if has_aux else ret
         t, activity, namer, fwd, rev, preamble, scalar_tapes = self._transform(
-            typed, active, seed, outputs, tuple_seed=isinstance(value, gast.Tuple), entry=True)
+            typed, active, seed, outputs, tuple_seed=isinstance(value, gast.Tuple), entry=entry)
         types_ = self._generated_types(typed, namer)
         carried: set[str] = set()
         count = None
@@ -495,14 +501,16 @@ class _Generator:
         return inputs, body, seed.id if transform == "vjp" else None, namer, activity, counters, types_
 
     def split_vjp_root(self, typed: Typed, argnums, has_aux: bool, single: bool,
-                       vector: bool = False) -> tuple[str, str] | None:
+                       vector: bool = False, entry: bool = True) -> tuple[str, str] | None:
         """Split-mode vjp: ``f_vjp_fwd(params) -> (value, tape)`` and ``f_vjp_bwd(params, tape, ct)``
         returning the derivatives (``vector``: of every direction of ``ct``'s leading axis); None where the
-        sweeps cannot be split (see :mod:`s2s.passes.split`)."""
+        sweeps cannot be split (see :mod:`s2s.passes.split`). ``entry``: the transform's own function (not
+        a callee: its loops may be checkpointed automatically)."""
         fn = typed.function
         inputs, body, seed, namer, activity, counters, types_ = self._reverse_body(typed, "vjp", argnums, has_aux,
-                                                                                   single, True, vector)
+                                                                                   single, True, vector, entry)
         safe = {v for key, v in self._vjps.items() if not isinstance(self.program.custom.get(key[0]), custom_vjp)}
+        safe |= {name_ for sweeps in self._splits.values() if sweeps for name_ in sweeps[:2]}
         scalars = counters | {v for v, t in types_.items() if isinstance(t, (types.Number, types.Boolean))}
         parts = split.split(body, fn.params, seed, types_, activity.alias_class, frozenset(safe | self.pure),
                             frozenset(scalars))
@@ -742,6 +750,29 @@ class _Generator:
             else:
                 self._build_vjp(vjp_name, callee, arg_types, mask)
         return self._vjps[key], active_args
+
+    def split_vjp_of_call(self, value: gast.Call, typed: Typed, activity: Activity):
+        """(forward sweep, adjoint sweep, indices of the arguments it returns adjoints for) of a call's split
+        vjp: ``g_vjp_fwd(args) -> (value, tape)``, ``g_vjp_bwd(args, tape, ct)``; None where the callee has a
+        rule of its own, is generated code, is being built (a recursive call) or cannot be split."""
+        callee = self.callee(value, typed)
+        if callee.name in self.program.custom or callee.generated:
+            return None
+        arg_types = tuple(atom_type(typed, a) for a in value.args)
+        mask = tuple(isinstance(a, gast.Name) and a.id in activity.varied for a in value.args)
+        active_args = [k for k, m in enumerate(mask) if m]
+        key = (callee.name, arg_types, mask)
+        if not active_args or None in arg_types:
+            return None
+        if key not in self._splits:
+            self._splits[key] = None  # while it is built: a recursive call keeps the joint vjp
+            callee_typed = self.typer.type(callee, arg_types)
+            items = callee_typed.return_type.types if isinstance(callee_typed.return_type, types.BaseTuple) \
+                else (callee_typed.return_type,)
+            if all(isinstance(t, (types.Float, types.Integer, types.Array)) for t in items):
+                sweeps = self.split_vjp_root(callee_typed, tuple(active_args), False, False, entry=False)
+                self._splits[key] = None if sweeps is None else (*sweeps, active_args)
+        return self._splits[key]
 
     def _generated_vjp(self, vjp_name: str, callee: Function, arg_types, mask) -> None:
         """The vjp of generated code (a transform called by user code): its Jacobian by forward mode,

@@ -11,12 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 import gast
 import numpy as np
 import pytest
-from conftest import targets
+from conftest import fd_jacobian, targets
 from numba.core import types
 
 import s2s
 from s2s.astutil import to_source
-from s2s.check import numerical_grad
+from s2s.check import numerical_grad, numerical_hessian
 from s2s.passes import split
 
 X = np.array([0.3, -0.8, 1.4, 0.6])
@@ -258,3 +258,55 @@ def test_joint_pullback_of_a_function_writing_into_its_argument(target, monkeypa
     for ct in (np.ones(4), np.array([1.0, -3.0, 0.0, 2.0])):
         expected = expected_cotangent(lambda v: writes_its_argument_joint(v.copy()), (X,), 0, ct)
         np.testing.assert_allclose(pullback(ct)[0], expected, rtol=1e-6, atol=1e-9)
+
+
+# ---------------------------------------------------- callees split at the top of a function
+def smooth(v):
+    acc = 0.0
+    for i in range(v.shape[0]):
+        acc = acc + np.sin(v[i]) * v[i]
+    return acc * v
+
+
+def pair(v, c):
+    return np.sum(np.tanh(v) * c), np.cumsum(v) * c
+
+
+def calls_at_the_top(x, c):
+    a = x * 1.0
+    y = smooth(a)  # split: the forward sweep keeps smooth's tape, the adjoint sweep reads it
+    u = np.sum(y * y)
+    s, t = pair(x, c)  # split, two outputs
+    a[0] = 3.0  # written after the call: smooth's adjoint sweep still sees the values its forward sweep saw
+    for _k in range(2):
+        t = smooth(t)  # in a loop: the joint vjp
+    return s * u * np.sum(a * t)
+
+
+@targets
+def test_a_call_at_the_top_runs_its_callee_once(target):
+    """A call outside loops and branches runs the callee's forward sweep where the primal call was (its value
+    and its tape) and the callee's adjoint sweep from that tape: the callee runs once, not twice (joint mode
+    ran the primal, then the callee's vjp ran it again). In a loop, calls keep the joint vjp."""
+    gradient = s2s.grad(calls_at_the_top, argnums=(0, 1), target=target)
+    gx, gc = gradient(X, 0.7)
+    np.testing.assert_allclose(gx, numerical_grad(calls_at_the_top, (X, 0.7), 0), rtol=1e-6, atol=1e-9)
+    assert gc == pytest.approx(numerical_grad(calls_at_the_top, (X, 0.7), 1), rel=1e-6)
+    source = gradient.source(X, 0.7)
+    entry = source[source.index("def calls_at_the_top_grad"):]
+    assert "= smooth_vjp_fwd(a)" in entry and "smooth_vjp_bwd(a, _tape" in entry
+    assert "= pair_vjp_fwd(x, c)" in entry and "pair_vjp_bwd(x, c, _tape" in entry
+    assert "smooth(a)" not in entry and "pair(x, c)" not in entry  # no primal call beside the forward sweep
+    assert "smooth_vjp(t, " in entry  # the loop's call: joint
+
+
+def test_second_order_and_reverse_mode_jacobians_over_calls_at_the_top():
+    """Code transformed again (a Hessian's gradient) keeps the joint vjps; jacrev's adjoint sweep runs the
+    callee's adjoint sweep for each row from the one tape."""
+    hessian = s2s.hessian(calls_at_the_top)(X, 0.7)
+    np.testing.assert_allclose(hessian, numerical_hessian(calls_at_the_top, (X, 0.7), 0), rtol=1e-4, atol=1e-4)
+
+    def rows(x):
+        return smooth(x) * 2.0
+    jacobian = s2s.jacrev(rows)(X)
+    np.testing.assert_allclose(jacobian, fd_jacobian(rows, X), rtol=1e-6, atol=1e-8)

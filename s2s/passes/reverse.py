@@ -118,12 +118,17 @@ class ReverseTransform:
     """Builds the combined forward and adjoint sweeps of one typed function."""
 
     def __init__(self, typed: Typed, activity: Activity, namer, vjp_of_call, seed: gast.expr | None = None,
-                 tuple_seed: bool = False, tape_budget: int = 2 ** 62, auto_checkpoint: bool = False):
+                 tuple_seed: bool = False, tape_budget: int = 2 ** 62, auto_checkpoint: bool = False,
+                 split_of_call=None):
         self.typed = typed
         self.fn = typed.function
         self.activity = activity
         self.namer = namer
         self.vjp_of_call = vjp_of_call  # (callee name, arg atoms, typed) -> (vjp name, active arg indices)
+        # (call, typed, activity) -> (forward sweep, adjoint sweep, active arg indices) of the callee's split vjp,
+        # or None; None: every call runs the joint vjp
+        self.split_of_call = split_of_call
+        self.split_calls: dict[int, tuple | None] = {}  # id(statement) -> (forward, adjoint, tape name) or None
         self.seed = seed if seed is not None else const(1.0)
         self.tuple_seed = tuple_seed  # the function returns a tuple and ``seed`` holds one adjoint per item
         body = typed.body_copy()  # the sweeps are built from, and tidied in, a copy
@@ -462,12 +467,24 @@ class ReverseTransform:
 
         return _Drop().visit(expr)
 
+    def _split_call(self, s) -> tuple | None:
+        """(forward sweep, adjoint sweep, tape name) where the call ``s`` runs its callee's split vjp: a call
+        at the top of the function (outside loops and branches), where the forward sweep runs once, so its
+        tape is kept in a variable of its own; else None (the joint vjp recomputes the callee)."""
+        if id(s) not in self.split_calls:
+            sweeps = None
+            if self.split_of_call is not None and any(s is top for top in self.body):
+                sweeps = self.split_of_call(s.value, self.typed, self.activity)
+            self.split_calls[id(s)] = None if sweeps is None else (*sweeps, self.namer.temp("_tape"))
+        return self.split_calls[id(s)]
+
     def _call_contributions(self, s, build: bool) -> list[Contribution]:
         target, value = s.targets[0], s.value
         targets = _names(target)
         vjp_name, active_args = self.vjp_of_call(value, self.typed, self.activity)
         if not active_args:
             return []
+        split = self._split_call(s)
         out, pre = [], []
         result = None
         if build:
@@ -479,6 +496,8 @@ class ReverseTransform:
             else:
                 seed = name(self.adj(targets[0]))
             args = [copy.deepcopy(a) for a in value.args] + [seed]
+            if split is not None:  # the adjoint sweep of the callee, from the tape its forward sweep kept
+                vjp_name, args = split[1], args[:-1] + [name(split[3]), seed]
             pre = [assign(result, call(vjp_name, *args))]
         for k, arg_index in enumerate(active_args):
             var = value.args[arg_index].id
@@ -604,6 +623,12 @@ class ReverseTransform:
     def assign_stmt(self, s) -> tuple[list, list]:
         target = s.targets[0]
         fwd, rev = [s], []
+        split = self._split_call(s) if self._is_active_stmt(s) and isinstance(s.value, gast.Call) \
+            and isinstance(s.value.func, gast.Name) and s.value.func.id in self.activity.module_functions else None
+        if split is not None:  # the callee's forward sweep: its value and the tape its adjoint sweep reads
+            both = gast.Tuple(elts=[copy.deepcopy(target), name(split[3], store=True)], ctx=gast.Store())
+            fwd = [located(gast.Assign(targets=[both], value=call(split[0], *copy.deepcopy(s.value.args)),
+                                       type_comment=None), s)]
         if list_method(s.value) == "pop" and self._is_list(s.value.func.value.id):
             rev += self.pop_adjoint(s)
         if self._is_active_stmt(s):
