@@ -21,8 +21,12 @@ on a binomial schedule of snapshots instead (:mod:`s2s.passes.checkpoint`). Each
 vector-Jacobian products into the operands' adjoints, named ``x_adj``. An
 adjoint used once is assigned (``_t1_adj = z_adj * y``); others are set to
 zero where their variable's scope ends and accumulated (``x_adj += ...``).
-Calls of the user's functions call their own generated ``*_vjp`` function,
-which recomputes the callee's forward sweep (Tapenade's joint mode).
+Calls of the user's functions in loops and branches call their own
+generated ``*_vjp`` function, which recomputes the callee's forward sweep
+(Tapenade's joint mode); a call at the top of the function runs the
+callee's split vjp instead, its forward sweep (``y, _tape1 = g_vjp_fwd(x)``)
+in place of the call and its adjoint sweep from that tape
+(``g_vjp_bwd(x, _tape1, y_adj)``), where the builder offers one.
 
     >>> import numba
     >>> import numpy as np
