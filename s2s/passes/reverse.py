@@ -485,10 +485,10 @@ class ReverseTransform:
     def _call_contributions(self, s, build: bool) -> list[Contribution]:
         target, value = s.targets[0], s.value
         targets = _names(target)
-        vjp_name, active_args = self.vjp_of_call(value, self.typed, self.activity)
+        split = self._split_call(s)  # its adjoint sweep; else the joint vjp
+        vjp_name, active_args = split[1:3] if split else self.vjp_of_call(value, self.typed, self.activity)
         if not active_args:
             return []
-        split = self._split_call(s)
         out, pre = [], []
         result = None
         if build:
@@ -501,7 +501,7 @@ class ReverseTransform:
                 seed = name(self.adj(targets[0]))
             args = [copy.deepcopy(a) for a in value.args] + [seed]
             if split is not None:  # the adjoint sweep of the callee, from the tape its forward sweep kept
-                vjp_name, args = split[1], args[:-1] + [name(split[3]), seed]
+                args = args[:-1] + [name(split[3]), seed]
             pre = [assign(result, call(vjp_name, *args))]
         for k, arg_index in enumerate(active_args):
             var = value.args[arg_index].id
