@@ -122,8 +122,8 @@ class Vmapped(Specialised):
         """Let later calls with device arrays of these shapes and dtypes (and numbers) go straight to the
         kernel: the checks, the flattening and the entry's key depend on nothing else.
 
-        The GPU's batches are large, but a call's own cost is paid per call: at 1000 examples the checks took
-        three times as long as the launch.
+        A call's own cost is paid per call, however large the batch: the checks and the flattening took
+        122 µs a call under the simulator (a kernel that does nothing), the path 11 µs.
         """
         key = _device_key(args)
         launcher = getattr(entry.function, "launch_for", None)
