@@ -186,20 +186,6 @@ def test_cuda_shared_argument_and_a_loop_with_local_tapes():
     assert "_tape = cuda.local.array((3,), np.float64)" in source and "rt.reserve" not in source
 
 
-@cuda_only
-def test_cuda_examples_of_another_shape_get_their_own_kernel():
-    """A kernel's local tapes and output rows are sized by one example: examples with more (or fewer)
-    features get a kernel of their own (they got the first one's: writes past its local arrays, unchecked
-    on a GPU)."""
-    batched = s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0), target="cuda")
-    for d in (3, 5, 2):
-        w, x = RNG.normal(size=d), RNG.normal(size=(6, d))
-        g = batched(w, x, Y)
-        assert g.shape == (6, d)
-        for b in range(6):
-            np.testing.assert_allclose(g[b], numerical_grad(loss, (w, x[b], Y[b]), 0), rtol=1e-6, atol=1e-9)
-
-
 def doubles_its_first_entry(x):
     x[0] = x[0] * 2.0
     return x[0] + x[1]

@@ -121,11 +121,13 @@ def test_vmap_of_grad_per_example_gradients():
         np.testing.assert_allclose(g[b], numerical_grad(loss, (W3, XB[b], YB[b]), 0), rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("target", ["cpu", "python", "cuda"])
 def test_examples_of_another_shape_get_their_own_entry(target):
-    """The batched loop allocates its output rows with one example's shapes: a later call whose examples have
-    other shapes (fewer or more features, other shared weights) gets an entry of its own (it got the first
-    call's rows: a wrong shape and uninitialised entries without an error, or an index error)."""
+    """The batched loop allocates its output rows, and a CUDA kernel sizes its local tapes and rows, with one
+    example's shapes: a later call whose examples have other shapes (fewer or more features, other shared
+    weights) gets an entry of its own (it got the first call's: a wrong shape and uninitialised entries
+    without an error, an index error, or on a GPU unchecked writes past a local array). ``cuda`` runs under
+    the simulator where there is no GPU (conftest.py)."""
     batched = s2s.vmap(s2s.grad(loss), in_axes=(None, 0, 0), target=target)
     for d in (3, 2, 5):
         w, x = RNG.normal(size=d), RNG.normal(size=(4, d))
