@@ -144,20 +144,15 @@ class Launcher:
         self.user_file = user_file
 
     def __call__(self, *leaves):
-        from numba import cuda
-
         on_device = any(is_device_array(leaf) for leaf in leaves)
-        size = next(np.shape(leaf)[a] for leaf, a in zip(leaves, self.axes) if a is not None)
         arguments = [_to_device(leaf) for leaf in leaves]
-        outs = [cuda.device_array((size, *shape), dtype) for shape, dtype in self.outputs]
-        threads = min(THREADS_PER_BLOCK, size)
         try:
-            self.kernel[(size + threads - 1) // threads, threads](*arguments, *outs)
+            outs = self.launch_for(arguments)(arguments)
         except errors.NumbaError as exc:  # numba.cuda compiles the kernel at its first launch
             raise self._compile_error(exc) from None
-        if not on_device:
-            outs = [o.copy_to_host() for o in outs]
-        return tuple(outs) if self.several else outs[0]
+        if on_device:
+            return outs
+        return tuple(o.copy_to_host() for o in outs) if self.several else outs.copy_to_host()
 
     def launch_for(self, leaves: tuple):
         """A call of the kernel for device arrays shaped as ``leaves`` (numbers, device arrays): the grid and
@@ -449,12 +444,13 @@ def _kernel_source(name: str, cuda_name: str, into, axes: list, n_outputs: int, 
     local = [r for r in staged.values() if not r.shared]
     rows = [staged[f"out{j}"].view() if f"out{j}" in staged else f"out{j}[b]" for j in into.rows]
     call = into_call(into, [staged[p].view() if p in staged else pick for p, pick in zip(params, picks)], rows)
-    filled = [line for r in local for line in (f"        for k in range({r.length}):",
-                                                 f"            {r.name}[b, k] = {r.name}_row[k]")]
+    per_example = ["    if b < out0.shape[0]:"] \
+        + [f"        {r.name}_row = {cuda_name}.local.array({r.length}, {r.dtype})" for r in local] \
+        + [f"        {call}"] \
+        + [line for r in local for line in (f"        for k in range({r.length}):",
+                                            f"            {r.name}[b, k] = {r.name}_row[k]")]
     if not shared:
-        return "\n".join(head + [f"    b = {cuda_name}.grid(1)", "    if b < out0.shape[0]:"]
-                         + [f"        {r.name}_row = {cuda_name}.local.array({r.length}, {r.dtype})" for r in local]
-                         + [f"        {call}"] + filled)
+        return "\n".join(head + [f"    b = {cuda_name}.grid(1)"] + per_example)
 
     def copy(row: Staged, inwards: bool) -> list[str]:
         element = f"k // {row.length}, k % {row.length}"
@@ -471,9 +467,7 @@ def _kernel_source(name: str, cuda_name: str, into, axes: list, n_outputs: int, 
         body += copy(row, inwards=True)
     if ins:
         body.append(f"    {cuda_name}.syncthreads()")
-    body.append("    if b < out0.shape[0]:")
-    body += [f"        {r.name}_row = {cuda_name}.local.array({r.length}, {r.dtype})" for r in local]
-    body += [f"        {call}"] + filled
+    body += per_example
     outs_shared = [r for r in shared if r.name in outs]
     if outs_shared:
         body.append(f"    {cuda_name}.syncthreads()")
