@@ -730,12 +730,16 @@ class _Generator:
                     f"`{shared[0]}`", s, hint=f"work on a copy (`{shared[0]}_copy = np.copy({shared[0]})`) or "
                     "return the new array instead of changing the caller's")
 
-    def vjp_of_call(self, value: gast.Call, typed: Typed, activity: Activity):
-        """(name of the vjp function, indices of the arguments it returns adjoints for)."""
+    def _call_parts(self, value: gast.Call, typed: Typed, activity: Activity) -> tuple:
+        """(callee, argument types, which arguments vary, their indices) of a call of a user function."""
         callee = self.callee(value, typed)
         arg_types = tuple(atom_type(typed, a) for a in value.args)
         mask = tuple(isinstance(a, gast.Name) and a.id in activity.varied for a in value.args)
-        active_args = [k for k, m in enumerate(mask) if m]
+        return callee, arg_types, mask, [k for k, m in enumerate(mask) if m]
+
+    def vjp_of_call(self, value: gast.Call, typed: Typed, activity: Activity):
+        """(name of the vjp function, indices of the arguments it returns adjoints for)."""
+        callee, arg_types, mask, active_args = self._call_parts(value, typed, activity)
         if not active_args:
             return None, []
         key = (callee.name, arg_types, mask)
@@ -755,15 +759,10 @@ class _Generator:
         """(forward sweep, adjoint sweep, indices of the arguments it returns adjoints for) of a call's split
         vjp: ``g_vjp_fwd(args) -> (value, tape)``, ``g_vjp_bwd(args, tape, ct)``; None where the callee has a
         rule of its own, is generated code, is being built (a recursive call) or cannot be split."""
-        callee = self.callee(value, typed)
-        if callee.name in self.program.custom or callee.generated:
+        callee, arg_types, mask, active_args = self._call_parts(value, typed, activity)
+        if callee.name in self.program.custom or callee.generated or not active_args or None in arg_types:
             return None
-        arg_types = tuple(atom_type(typed, a) for a in value.args)
-        mask = tuple(isinstance(a, gast.Name) and a.id in activity.varied for a in value.args)
-        active_args = [k for k, m in enumerate(mask) if m]
         key = (callee.name, arg_types, mask)
-        if not active_args or None in arg_types:
-            return None
         if key not in self._splits:
             self._splits[key] = None  # while it is built: a recursive call keeps the joint vjp
             callee_typed = self.typer.type(callee, arg_types)
