@@ -1092,32 +1092,18 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
     """
     source = program.source()
     x, s, dx, ds = point_of(k)
-    kinks = Kinks()
-    namespace = {"np": np, "_K": kinks}
+    namespace = {"np": np}
     exec(compile(program.source(instrument=True), "<instrumented>", "exec"), namespace)
-    try:
-        with np.errstate(over="raise", invalid="raise", divide="raise"):
-            value = namespace["f"](x.copy(), s, n)
-    except (FloatingPointError, OverflowError, ZeroDivisionError):
-        return Outcome(reject="overflow")
-    if not np.isfinite(value) or abs(value) > 1e6:
-        return Outcome(reject="value out of range")
-    if kinks.margin < 1e-3:
-        return Outcome(reject="near a kink")
     f = load(source).f
 
     def pure(x_arg, s_arg, n_arg):  # f on a copy of x: f may write into its argument
         return f(np.array(x_arg, dtype=np.float64), s_arg, n_arg)
 
-    with np.errstate(all="ignore"):
-        fd_x, fd_s = _fd(pure, x, s, n, 1e-6)
-        fd_x2, fd_s2 = _fd(pure, x, s, n, 1e-5)
+    reference = _reference(namespace, pure, x, s, n)
+    if isinstance(reference, Outcome):
+        return reference
+    value, fd_x, fd_s, scale = reference
     fd = np.append(fd_x, fd_s)
-    if not np.all(np.isfinite(fd)) or np.max(np.abs(fd)) > 1e6:
-        return Outcome(reject="derivative out of range")
-    scale = 1.0 + abs(value) + float(np.max(np.abs(fd)))
-    if not _close(np.append(fd_x2, fd_s2), fd, scale, rtol=1e-4, atol=1e-5):
-        return Outcome(reject="finite differences disagree")
     pending = _pending(program.features)
 
     def failed(kind, text):
@@ -1147,6 +1133,8 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
                 return failed("grad modified x", f"grad (target={target}) modified its argument x: {x_in}")
             if np.shape(gs) != () or not _close(np.append(gx, gs), fd, scale):
                 wrong[target] = f"got      d/dx {np.asarray(gx).tolist()!r}, d/ds {gs!r} (target={target})"
+            elif (outcome := _check_other_length(gradient, namespace, pure, k, n, target, call, failed)):
+                return outcome
         if wrong:  # the kind names the targets that are wrong: "cpu" alone points at what only it does (fusion)
             return failed(f"grad (target={'+'.join(wrong)}) mismatch",
                           "grad differs from finite differences:\n"
@@ -1193,6 +1181,53 @@ def run_case(program: Program, n: int, k: int, modes=MODES) -> Outcome:
     except _Failed as failure:
         return failure.outcome
     return Outcome()
+
+
+def _reference(namespace, pure, x, s, n):
+    """The instrumented program's value at ``(x, s, n)`` and its finite differences ``(value, fd_x, fd_s,
+    scale)``, or the ``Outcome`` that rejects the point (an overflow, a kink nearby, unstable differences)."""
+    kinks = namespace["_K"] = Kinks()
+    try:
+        with np.errstate(over="raise", invalid="raise", divide="raise"):
+            value = namespace["f"](x.copy(), s, n)
+    except (FloatingPointError, OverflowError, ZeroDivisionError):
+        return Outcome(reject="overflow")
+    if not np.isfinite(value) or abs(value) > 1e6:
+        return Outcome(reject="value out of range")
+    if kinks.margin < 1e-3:
+        return Outcome(reject="near a kink")
+    with np.errstate(all="ignore"):
+        fd_x, fd_s = _fd(pure, x, s, n, 1e-6)
+        fd_x2, fd_s2 = _fd(pure, x, s, n, 1e-5)
+    fd = np.append(fd_x, fd_s)
+    if not np.all(np.isfinite(fd)) or np.max(np.abs(fd)) > 1e6:
+        return Outcome(reject="derivative out of range")
+    scale = 1.0 + abs(value) + float(np.max(np.abs(fd)))
+    if not _close(np.append(fd_x2, fd_s2), fd, scale, rtol=1e-4, atol=1e-5):
+        return Outcome(reject="finite differences disagree")
+    return value, fd_x, fd_s, scale
+
+
+def _check_other_length(gradient, namespace, pure, k, n, target, call, failed):
+    """The same ``grad`` object called again with an ``x`` two elements longer and another ``n``: an entry
+    built for one shape must not be reused as if shapes were fixed. Skipped (None) where the program itself
+    needs ``len(x) == LENGTH`` (Python raises) or the new point is rejected."""
+    rng = np.random.default_rng(k + 1)
+    x, s, other_n = rng.uniform(-2.0, 2.0, LENGTH + 2), float(rng.uniform(-2.0, 2.0)), (n + 1) % (MAX_N + 1)
+    try:
+        reference = _reference(namespace, pure, x, s, other_n)
+    except Exception:  # noqa: BLE001 (the program assumes its length: nothing to check)
+        return None
+    if isinstance(reference, Outcome):
+        return None
+    value, fd_x, fd_s, scale = reference
+    gx, gs = call(f"grad (target={target}) at len(x) = {LENGTH + 2}", lambda: gradient(x.copy(), s, other_n))
+    if np.shape(gs) != () or not _close(np.append(gx, gs), np.append(fd_x, fd_s), scale):
+        return failed(f"grad (target={target}) at another length mismatch",
+                      f"grad called again with len(x) = {LENGTH + 2}, n = {other_n} differs from finite "
+                      f"differences at x = {x.tolist()!r}, s = {s!r}:\nexpected d/dx {fd_x.tolist()!r}, "
+                      f"d/ds {fd_s!r}\ngot      d/dx {np.asarray(gx).tolist()!r}, d/ds {gs!r}")
+    return None
 
 
 def _check_vmap(f, x, s, n, value, fd, scale, target, call, failed):
