@@ -422,8 +422,9 @@ class ReverseTransform:
                 if build:
                     parts = self.namer.temp("_parts")
                     pre = [assign(parts, subst(template(rule.vjp[param]), mapping))]
-                for k, e in active_items:
-                    expr = gast.Subscript(value=name(parts), slice=const(k), ctx=gast.Load()) if build else None
+                for k, e in active_items:  # item k of the rule's tuple, one per item of the sequence: in bounds
+                    expr = in_bounds(gast.Subscript(value=name(parts), slice=const(k), ctx=gast.Load())) \
+                        if build else None
                     out.append(Contribution(e.id, expr, pre=pre))
                     pre = []
                 continue
