@@ -822,8 +822,10 @@ class _Generator:
         grads = [self._adjoint_or_zero(p, t, activity) for p, m in zip(params, mask) if m]
         result = gast.Tuple(elts=grads, ctx=gast.Load())
         body = self._entry_copies(callee, activity) + preamble + fwd + rev + [gast.Return(value=result)]
-        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed, namer), scalar_tapes=scalar_tapes)
-        function = self._function(vjp_name, params + [seed_name], body, callee, self._generated_types(typed, namer))
+        types_ = self._generated_types(typed, namer)
+        ctx = pipeline.Context(namer, pure=self.pure, scalars=_float_scalars(typed, namer), scalar_tapes=scalar_tapes,
+                               types=types_ if self.fuse_loops else None)
+        function = self._function(vjp_name, params + [seed_name], body, callee, types_)
         self.functions.append(pipeline.run("callee vjp", function, ctx))
 
     # ----------------------------------------------------------- forward mode

@@ -12,7 +12,7 @@ the source after every pass of every stage::
     (s2s.passes.reverse / s2s.passes.forward), and runs on each generated function:
     primal      numpy in-place → simplify → fuse primal        (the user's functions)
     reverse     simplify → fuse → tapes                        (a grad, vjp or jacrev entry)
-    callee vjp  simplify → tapes                               (the vjp of a called function)
+    callee vjp  simplify → fuse → tapes                        (the vjp of a called function)
     forward     simplify → fuse (with broadcast rows)          (a jvp or jacfwd entry, a callee's jvp)
     finish      vector math → bounds                           (every function of a compiled module)
     then s2s.vmap batches a compiled entry (s2s.batching parses its module back into gast):
@@ -238,7 +238,7 @@ STAGES: dict[str, list[Pass]] = {
     "normalise": NORMALISE,
     "primal": [Pass("numpy in-place", numpy_inplace), _SIMPLIFY, Pass("fuse primal", _body(fuse_primal))],
     "reverse": [_SIMPLIFY, _FUSE, _TAPES],
-    "callee vjp": [_SIMPLIFY, _TAPES],
+    "callee vjp": [_SIMPLIFY, _FUSE, _TAPES],
     "forward": [_SIMPLIFY, _FUSE_BROADCAST],
     "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
                     if ctx.vector_math else fn),
