@@ -480,9 +480,11 @@ class _Generator:
             capture.append(assign(aux, copy.deepcopy(ret.elts[1])))
         if transform in ("value_and_grad", "vjp"):
             value_name = namer.fresh("_value")
-            def keep(v):  # the adjoint sweep may restore elements of an array it returns
-                return call("np.copy", copy.deepcopy(v)) if isinstance(v, gast.Name) and typed.is_array(v.id) \
-                    else copy.deepcopy(v)
+            restored = {v for r in t.records if r["kind"] == "element" for v in r["vars"]}
+
+            def keep(v):  # a copy where the adjoint sweep may restore its elements, or it may be an argument's memory
+                shared = activity.alias_class(v.id) if isinstance(v, gast.Name) and typed.is_array(v.id) else set()
+                return call("np.copy", copy.deepcopy(v)) if shared & (restored | set(params)) else copy.deepcopy(v)
 
             kept = gast.Tuple(elts=[keep(v) for v in value.elts], ctx=gast.Load()) \
                 if isinstance(value, gast.Tuple) else keep(value)
