@@ -6,7 +6,7 @@ adjoint adds every entry (generated code does that in a loop); a write
 and Numba's order), so only that entry of ``v`` reaches the result:
 
     >>> import numpy as np
-    >>> last_write(np.array([1.0, 2.0, 3.0]), np.array([4, 5, 4]), 0)
+    >>> last_write(np.array([1.0, 2.0, 3.0]), np.array([4, 5, 4]), 0, 6)
     array([0., 2., 3.])
     >>> take_vjp(np.array([1.0, 2.0, 3.0]), np.zeros(3), np.array([2, 0, 2]), None)
     array([2., 0., 4.])
@@ -40,39 +40,32 @@ def _last_flags(idx, n):
     return flags
 
 
-def last_write(g, idx, axis):
-    """``g`` (the adjoint of ``y[..., idx, ...]``, ``idx`` along ``axis``) with every entry but the
-    last of each repeated index set to zero: the adjoint of the value written by ``y[...] = v``.
+def last_write(g, idx, axis, n):
+    """``g`` (the adjoint of ``y[..., idx, ...]``, ``idx`` along ``axis``, into an axis of ``y`` of length
+    ``n``) with every entry but the last of each repeated index set to zero: the adjoint of the value
+    written by ``y[...] = v``. A negative index counts from the end of that axis, so ``-1`` and ``n - 1``
+    repeat each other.
 
-    >>> last_write(np.ones((2, 3)), np.array([1, 1, 0]), 1)
+    >>> last_write(np.ones((2, 3)), np.array([1, 1, 0]), 1, 2)
     array([[0., 1., 1.],
            [0., 1., 1.]])
+    >>> last_write(np.ones(2), np.array([3, -1]), 0, 4)
+    array([0., 1.])
     """
     g3 = _v3(g, axis).astype(float)
-    flags = _last_flags(idx, _span(idx))
+    flags = _last_flags(idx, n)
     g3[:, ~flags, :] = 0.0
     return g3.reshape(np.shape(g))
 
 
-@register_jitable
-def _span(idx):
-    """One more than the largest absolute index in ``idx`` (a length that every index fits)."""
-    top = 0
-    for k in range(idx.shape[0]):
-        i = idx[k] if idx[k] >= 0 else -idx[k]
-        if i > top:
-            top = i
-    return top + 1
-
-
 @overload(last_write)
-def _last_write_nb(g, idx, axis):
+def _last_write_nb(g, idx, axis, n):
     if not isinstance(g, types.Array):
         raise errors.TypingError(f"rt.last_write: expected an array, got {g}")
 
-    def impl(g, idx, axis):
+    def impl(g, idx, axis, n):
         g3 = _v3(g, axis).copy()
-        flags = _last_flags(idx, _span(idx))
+        flags = _last_flags(idx, n)
         for k in range(idx.shape[0]):
             if not flags[k]:
                 g3[:, k, :] = 0.0
@@ -81,42 +74,41 @@ def _last_write_nb(g, idx, axis):
     return impl
 
 
-def group_sum(v, idx, like):
+def group_sum(v, idx, like, n):
     """``v`` (broadcast to ``like``'s shape) summed over the entries of each repeated index of ``idx``
-    (along the first axis), every entry of a group holding the group's sum: what ``np.add.at(y, idx, v)``
-    adds to ``y[idx]``.
+    (along the first axis, of length ``n``: ``-1`` and ``n - 1`` are one index), every entry of a group
+    holding the group's sum: what ``np.add.at(y, idx, v)`` adds to ``y[idx]``.
 
-    >>> group_sum(np.array([1.0, 2.0, 4.0]), np.array([3, 0, 3]), np.zeros(3))
+    >>> group_sum(np.array([1.0, 2.0, 4.0]), np.array([3, 0, -1]), np.zeros(3), 4)
     array([5., 2., 5.])
     """
     if np.ndim(idx) == 0:
         return v + like * 0.0
     v = np.broadcast_to(v, np.shape(like)).astype(float)
+    idx = np.where(np.asarray(idx) < 0, np.asarray(idx) + n, idx)
     out = np.zeros(np.shape(like))
-    idx = np.asarray(idx)
     for k in range(idx.shape[0]):
         out[k] = v[idx == idx[k]].sum(axis=0)
     return out
 
 
 @overload(group_sum)
-def _group_sum_nb(v, idx, like):
+def _group_sum_nb(v, idx, like, n):
     if isinstance(idx, types.Integer):  # one index: nothing repeats
-        return lambda v, idx, like: v + like * 0.0
+        return lambda v, idx, like, n: v + like * 0.0
     if not isinstance(like, types.Array):
         raise errors.TypingError(f"rt.group_sum: expected an array to shape the result, got {like}")
 
-    def impl(v, idx, like):
-        n = idx.shape[0]
-        span = _span(idx)
-        sums = np.zeros((span,) + like.shape[1:])
+    def impl(v, idx, like, n):
+        count = idx.shape[0]
+        sums = np.zeros((n,) + like.shape[1:])
         out = np.empty(like.shape)
         full = v + np.zeros(like.shape)
-        for k in range(n):
-            i = idx[k] if idx[k] >= 0 else idx[k] + span
+        for k in range(count):
+            i = idx[k] if idx[k] >= 0 else idx[k] + n
             sums[i] += full[k]
-        for k in range(n):
-            i = idx[k] if idx[k] >= 0 else idx[k] + span
+        for k in range(count):
+            i = idx[k] if idx[k] >= 0 else idx[k] + n
             out[k] = sums[i]
         return out
 

@@ -201,6 +201,22 @@ def test_take_and_take_along_axis():
     assert_grads(takes, (x, ROWS, along), argnums=0, target="python")
 
 
+IDX_SIGNED = np.array([1, -1, 3, -6])  # into 7 elements: -6 repeats 1; -1 is 6 and repeats nothing
+
+
+def signed_writes(x, idx):
+    return write_repeated(x, idx) + add_at(x, idx)
+
+
+def test_negative_indices_repeat_their_positive_spelling():
+    """A write and an ``np.add.at`` through ``[1, -1, 3, -6]``: -6 and 1 are one element of seven, -1 another
+    (the runtime once counted negatives from the largest index given, so -1 repeated 3)."""
+    x = np.linspace(0.5, 1.7, 7)
+    for target in ("cpu", "python"):
+        assert s2s.jit(signed_writes, target=target)(x, IDX_SIGNED) == pytest.approx(signed_writes(x, IDX_SIGNED))
+        assert_grads(signed_writes, (x, IDX_SIGNED), argnums=0, target=target)
+
+
 def test_add_at_accumulates():
     x = np.linspace(0.5, 1.7, 7)
     for target in ("cpu", "python"):

@@ -111,7 +111,8 @@ class _Resolver(gast.NodeTransformer):
 
     # --------------------------------------------------------------- calls
     def visit_Expr(self, node):
-        """``np.add.at(y, idx, v)`` (which Numba lacks) becomes ``y[idx] = y[idx] + rt.group_sum(v, idx, y[idx])``:
+        """``np.add.at(y, idx, v)`` (which Numba lacks) becomes
+        ``y[idx] = y[idx] + rt.group_sum(v, idx, y[idx], y.shape[0])``:
         NumPy's write through an index keeps one value per repeated index, and ``group_sum`` gives each
         entry the sum of ``v`` over its index's entries, so every ``v`` is added. ``y.sort()`` of an
         array becomes ``y[:] = np.sort(y)`` (the write in place every mode differentiates)."""
@@ -129,8 +130,10 @@ class _Resolver(gast.NodeTransformer):
         def selected(ctx):
             return gast.Subscript(value=name(y.id), slice=copy.deepcopy(idx), ctx=ctx)
 
+        length = gast.Subscript(value=gast.Attribute(value=name(y.id), attr="shape", ctx=gast.Load()),
+                                slice=const(0), ctx=gast.Load())
         total = gast.BinOp(left=selected(gast.Load()), op=gast.Add(),
-                           right=call("rt.group_sum", v, copy.deepcopy(idx), selected(gast.Load())))
+                           right=call("rt.group_sum", v, copy.deepcopy(idx), selected(gast.Load()), length))
         return located(gast.Assign(targets=[selected(gast.Store())], value=total, type_comment=None), node)
 
     def _sort_in_place(self, node):

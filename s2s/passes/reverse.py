@@ -352,7 +352,11 @@ class ReverseTransform:
                     expr = gast.Subscript(value=name(self.adj(target.value.id)), slice=index, ctx=gast.Load())
                     if gather is not None and gather.kind == "int":
                         # a repeated index is written last by its last occurrence: only that one is read later
-                        expr = call("rt.last_write", expr, name(gather.name), const(gather.axis))
+                        # (-1 repeats n - 1: the length of the written axis goes with it)
+                        length = gast.Subscript(value=gast.Attribute(value=name(self.adj(target.value.id)),
+                                                                     attr="shape", ctx=gast.Load()),
+                                                slice=const(gather.position), ctx=gast.Load())
+                        expr = call("rt.last_write", expr, name(gather.name), const(gather.axis), length)
                     elif self.typed.is_array(v.id):  # a copy: the selection's adjoint is cleared next
                         expr = call(gast.Attribute(value=expr, attr="copy", ctx=gast.Load()))
                     if self._selects_many(target):  # the value was broadcast over the selection: sum it back

@@ -51,10 +51,10 @@ defrule(rt.reshape_like, "g, a", nondiff=("a",), shape_only=("a",), jvp="rt.resh
 defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
 mark(rt.flatten, method="flatten")
 defrule(rt.array_vjp, "g, object", nondiff=("object",), jvp="rt.array_vjp(g_dot, object)")
-defrule(rt.last_write, "g, idx, axis", nondiff=("idx", "axis"), jvp="rt.last_write(g_dot, idx, axis)",
-        vjp="rt.last_write(z_adj, idx, axis)")
-defrule(rt.group_sum, "v, idx, like", nondiff=("idx", "like"), jvp="rt.group_sum(v_dot, idx, like)",
-        vjp="rt.unbroadcast(rt.group_sum(z_adj, idx, like), v)")
+defrule(rt.last_write, "g, idx, axis, n", nondiff=("idx", "axis", "n"), jvp="rt.last_write(g_dot, idx, axis, n)",
+        vjp="rt.last_write(z_adj, idx, axis, n)")
+defrule(rt.group_sum, "v, idx, like, n", nondiff=("idx", "like", "n"), jvp="rt.group_sum(v_dot, idx, like, n)",
+        vjp="rt.unbroadcast(rt.group_sum(z_adj, idx, like, n), v)")
 defrule(rt.take_vjp, "g, a, indices, axis", nondiff=("a", "indices", "axis"),
         jvp="rt.take_vjp(g_dot, a, indices, axis)", vjp="np.take(z_adj, indices, axis)")
 defrule(rt.take_along_axis_vjp, "g, a, indices, axis", nondiff=("a", "indices", "axis"),
