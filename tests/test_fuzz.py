@@ -416,6 +416,8 @@ class Writer:
             picks[-1] = picks[0]
         if len(set(picks)) < length:
             self.note("repeated-index")
+        # some counted from the end (-1 is LENGTH - 1): a repeat may be spelt both ways
+        picks = [p - LENGTH if self.pick([False, True]) else p for p in picks]
         return f"np.array({picks})"
 
     # -- array expressions of a given length
