@@ -122,7 +122,7 @@ def kernel_entry(vmapped, inner_entry: Entry, into, example: list, axes: list, o
     kernel_module = _kernel_module(cpu, checker, into, axes, len(outputs), staged)
     kernel = load(kernel_module)[kernel_module.entry]
     launcher = Launcher(kernel, [(np.shape(o), np.asarray(o).dtype) for o in outputs], several, axes,
-                        kernel_module, source_file)
+                        kernel_module, source_file, keeps_arguments=_writes_no_argument(vmapped))
     return Entry(kernel_module, launcher)
 
 
@@ -132,16 +132,20 @@ class Launcher:
     Device arrays (numba's, or anything with ``__cuda_array_interface__``)
     are used where they are, without a copy, and then the outputs stay on
     the device too; with NumPy arguments only, the outputs are copied back.
+    Where the per-example function may write its arguments (``jit``: not
+    ``keeps_arguments``), NumPy arguments are copied back too, so a write
+    reaches the caller's array as it does on the cpu target.
     """
 
     def __init__(self, kernel, outputs: list[tuple], several: bool, axes: list, module: Module,
-                 user_file: str | None):
+                 user_file: str | None, keeps_arguments: bool = True):
         self.kernel = kernel
         self.outputs = outputs
         self.several = several
         self.axes = axes
         self.module = module
         self.user_file = user_file
+        self.keeps_arguments = keeps_arguments
 
     def __call__(self, *leaves):
         on_device = any(is_device_array(leaf) for leaf in leaves)
@@ -150,6 +154,10 @@ class Launcher:
             outs = self.launch_for(arguments)(arguments)
         except errors.NumbaError as exc:  # numba.cuda compiles the kernel at its first launch
             raise self._compile_error(exc) from None
+        if not self.keeps_arguments:
+            for leaf, argument in zip(leaves, arguments):
+                if isinstance(leaf, np.ndarray) and leaf.flags.writeable:
+                    leaf[...] = argument.copy_to_host()
         if on_device:
             return outs
         return tuple(o.copy_to_host() for o in outs) if self.several else outs.copy_to_host()

@@ -209,13 +209,17 @@ def test_cuda_rows_go_through_shared_memory(d):
 
 @cuda_only
 def test_cuda_rows_of_a_function_that_writes_its_argument_are_not_staged():
-    """jit keeps NumPy's semantics: a write into an example's row reaches the caller's device array, so
-    only the outputs go through shared memory."""
+    """jit keeps NumPy's semantics: a write into an example's row reaches the caller's device array, and
+    the caller's NumPy array (copied back after the kernel, as the cpu target writes in place), so only
+    the outputs go through shared memory."""
     batched = s2s.vmap(doubles_its_first_entry, target="cuda")
     x = cuda.to_device(P)
     out = batched(x)
     np.testing.assert_allclose(out.copy_to_host(), 2.0 * P[:, 0] + P[:, 1], rtol=1e-13)
     np.testing.assert_allclose(x.copy_to_host()[:, 0], 2.0 * P[:, 0], rtol=1e-13)
+    host = np.asfortranarray(P)  # not contiguous by rows: the kernel works on a contiguous copy
+    np.testing.assert_allclose(batched(host), 2.0 * P[:, 0] + P[:, 1], rtol=1e-13)
+    np.testing.assert_allclose(host, np.stack([2.0 * P[:, 0], P[:, 1], P[:, 2]], axis=1), rtol=1e-13)
     assert "_rows" not in batched.source(P)
 
 
