@@ -41,7 +41,7 @@ from .broadcast import (
     zero_cotangent,
 )
 from .einsum import einsum, einsum_vjp_a, einsum_vjp_b
-from .indexing import group_sum, last_write, take_along_axis_vjp, take_vjp
+from .indexing import group_sum, index_at, index_length, last_write, take_along_axis_vjp, take_vjp
 from .linalg import (
     dot_vjp_a,
     dot_vjp_b,
@@ -182,6 +182,8 @@ __all__ = [
     "flat",
     "flatten",
     "group_sum",
+    "index_at",
+    "index_length",
     "hsplit_like",
     "inner",
     "inner_vjp_a",

@@ -17,12 +17,13 @@ Each function is plain NumPy here and has a Numba implementation beside it.
 from __future__ import annotations
 
 import numpy as np
+from numba import literal_unroll
 from numba.core import errors, types
 
 from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _v3
 
-__all__ = ["last_write", "group_sum", "take_vjp", "take_along_axis_vjp"]
+__all__ = ["last_write", "group_sum", "index_at", "index_length", "take_vjp", "take_along_axis_vjp"]
 
 
 @register_jitable
@@ -72,6 +73,42 @@ def _last_write_nb(g, idx, axis, n):
         return g3.reshape(g.shape)
 
     return impl
+
+
+def index_length(arrays):
+    """How many entries one-dimensional index arrays give when NumPy broadcasts them against each other
+    (``p[rows, cols]``): the length of one that is not of length 1, else 1.
+
+    >>> index_length((np.array([0, 2, 1]), np.array([4])))
+    3
+    """
+    n = 1
+    for a in arrays:
+        if a.shape[0] != 1:
+            n = a.shape[0]
+    return n
+
+
+@overload(index_length)
+def _index_length_nb(arrays):
+    def impl(arrays):
+        n = 1
+        for a in literal_unroll(arrays):
+            if a.shape[0] != 1:
+                n = a.shape[0]
+        return n
+
+    return impl
+
+
+@register_jitable
+def index_at(a, k):
+    """Entry ``k`` of the index array ``a`` broadcast to :func:`index_length` entries.
+
+    >>> int(index_at(np.array([4]), 2)), int(index_at(np.array([0, 2, 1]), 2))
+    (4, 1)
+    """
+    return a[0] if a.shape[0] == 1 else a[k]
 
 
 def group_sum(v, idx, like, n):

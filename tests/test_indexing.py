@@ -101,6 +101,45 @@ def test_gathers_from_a_matrix():
     assert_grads(matrix_gathers, (x, ROWS), argnums=0, target="python")
 
 
+def log_likelihood(w, x, labels):
+    """Cross-entropy with integer labels: each row's log-probability of its label, ``lp[rows, labels]``."""
+    z = x @ w
+    lp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(lp[np.arange(labels.shape[0]), labels])
+
+
+def pairs(p, rows, cols):
+    """Two index arrays (a repeated pair, negative entries) and one broadcast against the other."""
+    return np.sum(np.sin(p[rows, cols]) * np.arange(1.0, 6.0)) + np.sum(p[rows, cols[:1]] ** 3) \
+        + np.sum(p[1:, cols[1:4]] ** 2)
+
+
+PAIR_ROWS, PAIR_COLS = np.array([0, 3, -1, 0, 3]), np.array([2, 2, 0, 2, -1])  # (0, 2) twice; (3, 2), (-1, 2)
+
+
+def test_gathers_through_two_index_arrays():
+    """``p[rows, cols]`` picks one element per pair: its adjoint adds each pair's entry, so a repeated pair
+    adds twice (reverse, vector-mode reverse, forward mode); a write through two arrays is refused."""
+    rng = np.random.default_rng(5)
+    w, x, labels = rng.normal(size=(4, 3)), rng.normal(size=(6, 4)), np.array([0, 2, 1, 2, -1, 0])
+    assert_grads(log_likelihood, (w, x, labels), argnums=(0, 1))
+    p = rng.normal(size=(4, 3))
+    expected = numerical_grad(pairs, (p, PAIR_ROWS, PAIR_COLS), 0, eps=1e-6)
+    np.testing.assert_allclose(s2s.jacrev(pairs)(p, PAIR_ROWS, PAIR_COLS), expected, rtol=1e-6, atol=1e-8)
+    for transform in (s2s.grad, s2s.jacfwd):
+        got = transform(pairs, target="python")(p, PAIR_ROWS, PAIR_COLS)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+    def write_pairs(p, rows, cols):
+        r = p.copy()
+        r[rows, cols] = np.sin(p[0, :1])
+        return np.sum(r * r)
+
+    with pytest.raises(s2s.UnsupportedError, match="writing through more than one index array") as info:
+        s2s.grad(write_pairs, target="python")(p, PAIR_ROWS, PAIR_COLS)
+    assert "r[rows, cols] = np.sin(p[0, :1])" in str(info.value)
+
+
 def gather_in_loop(x, idx):
     s = 0.0
     for i in range(3):

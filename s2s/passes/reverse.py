@@ -324,9 +324,10 @@ class ReverseTransform:
             return True
         return len(parts) < self.typed.ndim(target.value.id)
 
-    def _advanced(self, index, s) -> Advanced | None:
-        """The index array in ``index`` (of statement ``s``), or None; unsupported forms raise."""
-        return advanced_index(self.typed, index, lambda what: self.fn.unsupported(what, s))
+    def _advanced(self, index, s, several: bool = True) -> Advanced | None:
+        """The index arrays in ``index`` (of statement ``s``), or None; unsupported forms raise (``several``
+        index arrays among them unless allowed)."""
+        return advanced_index(self.typed, index, lambda what: self.fn.unsupported(what, s), several)
 
     # ======================================================== contributions
     def contributions(self, s, build: bool = True) -> list[Contribution]:
@@ -346,7 +347,7 @@ class ReverseTransform:
             v = value
             if isinstance(v, gast.Name) and v.id in active:
                 index = copy.deepcopy(target.slice)
-                gather = self._advanced(target.slice, s)
+                gather = self._advanced(target.slice, s, several=False)
                 expr = None
                 if build:
                     expr = gast.Subscript(value=name(self.adj(target.value.id)), slice=index, ctx=gast.Load())
@@ -564,20 +565,30 @@ class ReverseTransform:
 
             for _k in range(idx.shape[0]):
                 x_adj[idx[_k]] += z_adj[_k]
+
+        and with several, broadcast against each other (``p[rows, cols]``)::
+
+            for _k in range(rt.index_length((rows, cols))):
+                p_adj[rt.index_at(rows, _k), rt.index_at(cols, _k)] += z_adj[_k]
         """
         target = name(self.adj(var), store=True)
         if gather is not None:
             k = self.namer.temp("_k")
             parts = index_parts(indexed)
-            parts[gather.position] = gast.Subscript(value=name(gather.name), slice=name(k), ctx=gast.Load())
+            arrays = ((gather.position, gather.name),) + gather.more
+            for position, array in arrays:
+                parts[position] = call("rt.index_at", name(array), name(k)) if gather.more else \
+                    gast.Subscript(value=name(array), slice=name(k), ctx=gast.Load())
             index = gast.Tuple(elts=parts, ctx=gast.Load()) if len(parts) > 1 else parts[0]
             picked = [gast.Slice(lower=None, upper=None, step=None) for _ in range(gather.axis)] + [name(k)]
             entry = gast.Subscript(value=expr, slice=gast.Tuple(elts=picked, ctx=gast.Load())
                                    if len(picked) > 1 else picked[0], ctx=gast.Load())
             add = gast.AugAssign(target=gast.Subscript(value=name(self.adj(var)), slice=index, ctx=gast.Store()),
                                  op=gast.Add(), value=entry)
-            size = gast.Subscript(value=gast.Attribute(value=name(gather.name), attr="shape", ctx=gast.Load()),
-                                  slice=const(0), ctx=gast.Load())
+            size = call("rt.index_length", gast.Tuple(elts=[name(a) for _, a in arrays], ctx=gast.Load())) \
+                if gather.more else gast.Subscript(value=gast.Attribute(value=name(gather.name), attr="shape",
+                                                                         ctx=gast.Load()),
+                                                    slice=const(0), ctx=gast.Load())
             loop = gast.For(target=name(k, store=True), iter=call("range", size), body=[add], orelse=[],
                             type_comment=None)
             loop.s2s_gather = True  # an adjoint statement as a whole (passes/directions.py)
