@@ -275,3 +275,16 @@ def test_a_second_name_for_an_array_the_run_makes_stays_that_array():
     x = RNG.uniform(0.1, 1.0, 5)
     assert s2s.jit(written_through_another_name)(x) == pytest.approx(written_through_another_name(x), rel=1e-14)
     assert "c = a" in s2s.source(s2s.jit(written_through_another_name), x)
+
+
+def leaky_square_and_pick(x):
+    return np.sum(np.where(x > 0, x, 0.1 * x) ** 2) + (x[0] if x[0] > x[1] else x[1]) ** 2
+
+
+def test_np_where_of_elements_is_a_conditional_expression():
+    """In a fused loop ``np.where`` of scalars would be Numba's 0-d array, which ``x_adj_i += ...`` cannot
+    take (a CompileError once the adjoint of an element read joined the loop)."""
+    x = np.array([0.5, -0.3, 0.2, -1.2, 0.8])
+    got = s2s.grad(leaky_square_and_pick)(x)
+    np.testing.assert_allclose(got, numerical_grad(leaky_square_and_pick, (x,), 0), rtol=1e-7, atol=1e-9)
+    assert "np.where" not in s2s.grad(leaky_square_and_pick).source(x)

@@ -541,6 +541,9 @@ class _Fuser:
                 if spelling == "rt.unreduce":
                     return copy.deepcopy(node.args[0])
                 inner.generic_visit(node)
+                if spelling in ("np.where", "numpy.where") and len(node.args) == 3 and not node.keywords:
+                    # of scalars Numba's np.where gives a 0-d array: the element is a conditional expression
+                    return gast.IfExp(test=node.args[0], body=node.args[1], orelse=node.args[2])
                 return node
 
         writes = [w for w in map(self._reversed_write, run.stmts) if w is not None]
