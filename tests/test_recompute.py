@@ -114,6 +114,27 @@ def test_the_loads_and_arithmetic_of_a_loop_body_need_no_tape():
     assert "d = " in _adjoint_sweep(differences, (X, Y))
 
 
+def halved(x, y):
+    a = 0.0
+    s = 0.0
+    for i in range(x.shape[0]):
+        u = a * 0.5  # reads the loop-carried a: recorded if anything reads it again
+        a = u + x[i] * y[i]
+        t = u * 2.0  # could be recomputed from u, but the adjoint sweep never reads it
+        s = s + t
+    return s
+
+
+def test_a_value_the_adjoint_sweep_does_not_read_is_not_recomputed():
+    """Recomputing ``t`` would read ``u`` at the top of each adjoint iteration, so ``u`` would be recorded
+    for nothing (GradBench's ode step recorded three such values)."""
+    source = s2s.source(s2s.grad(halved, argnums=(0, 1), target="python"), X, Y)
+    assert "_tape" not in source, source
+    got = s2s.grad(halved, argnums=(0, 1), target="python")(X, Y)
+    for k in (0, 1):
+        np.testing.assert_allclose(got[k], numerical_grad(halved, (X, Y), k), rtol=1e-7, atol=1e-9)
+
+
 @pytest.mark.parametrize("f, taped", [(read_after, "t"), (carried, "v"), (branch, "t")])
 def test_values_a_recomputation_would_get_wrong_keep_their_tape(f, taped):
     """A value read after the loop, a loop-carried value (and what reads it), a value bound in a branch:

@@ -78,7 +78,7 @@ from ..analysis.activity import Activity, call_rule, list_method
 from ..analysis.indexing import Advanced, advanced_index, index_parts
 from ..analysis.recompute import Recompute
 from ..analysis.types import Typed, atom_type
-from ..astutil import assign, call, const, dotted, located, name, subst
+from ..astutil import assign, call, const, dotted, located, name, names_read, subst
 from ..errors import NoRuleError
 from ..rules import Rule, template
 from . import checkpoint
@@ -775,6 +775,7 @@ class ReverseTransform:
         self.recomputed |= {id(a) for a in again}
         fb, rb = self.block(s.body, body_block)
         rb = self.block_inits(s, body_block) + rb
+        again = _read_by(again, rb)
         if rb and again:  # the adjoint iteration starts by computing them again, in order
             copies = [located(copy.deepcopy(a), a) for a in again]
             for a, c in zip(again, copies):
@@ -851,6 +852,18 @@ class ReverseTransform:
         for node in pre_rev + [rev_loop]:
             self._tag(node, self.end[id(s)], self.loops[id(s)])
         return fwd, (pre_rev + [rev_loop]) if rb else []
+
+
+def _read_by(recomputed: list, sweep: list) -> list:
+    """The statements of ``recomputed`` whose values ``sweep`` (an adjoint iteration) reads, directly or
+    through another of them: a recomputation nobody reads would only make its operands recorded."""
+    read = set().union(*map(names_read, sweep)) if sweep else set()
+    kept = []
+    for a in reversed(recomputed):
+        if a.targets[0].id in read:
+            kept.append(a)
+            read |= names_read(a.value)
+    return kept[::-1]
 
 
 def _names(target) -> list[str]:
