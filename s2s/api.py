@@ -144,8 +144,22 @@ class Transformed(Specialised):
         builder = Builder(fn, transform, nums[0] if isinstance(self.argnums, int) else nums, self.has_aux,
                           self.target, scalar_output, structures, fuse, takes_leaves=isinstance(self.fn, Transformed),
                           fast_math=self.fast_math, max_tape_bytes=self.max_tape_bytes, specialise=specialise,
-                          split_vjp=transform == "vjp", row_sweeps=not kernel)
+                          split_vjp=transform == "vjp", row_sweeps=not kernel, origin=self._origin())
         return builder, transform
+
+    def _origin(self) -> tuple | None:
+        """Over a transformed function: ("jacfwd of grad of f", f's file, f's line) for the generated module's
+        header, which would otherwise name generated code; None over the user's own function."""
+        if not isinstance(self.fn, Transformed):
+            return None
+        names, fn = [self.transform], self.fn
+        while isinstance(fn, Transformed):
+            names.append(fn.transform)
+            fn = fn.fn
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return None
+        return " of ".join(names + [getattr(fn, "__name__", "f")]), code.co_filename, code.co_firstlineno
 
     def _build(self, key: tuple, structures: tuple, extra_types: tuple, fuse: bool, kernel: bool = False) -> Entry:
         """The entry for argument types ``key``: generated (or loaded from the disk cache) and compiled."""

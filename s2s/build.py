@@ -82,10 +82,12 @@ class Builder:
     def __init__(self, fn, transform: str, argnums: int | tuple[int, ...], has_aux: bool = False,
                  target: str = "cpu", scalar_output: bool = False, structures: tuple = (), fuse: bool = True,
                  takes_leaves: bool = False, fast_math: bool = True, max_tape_bytes: int | None = None,
-                 specialise=None, split_vjp: bool = False, row_sweeps: bool = True):
+                 specialise=None, split_vjp: bool = False, row_sweeps: bool = True, origin: tuple | None = None):
         if transform not in TRANSFORMS:
             raise ValueError(f"unknown transform {transform!r}")
         self.fn = fn
+        # (what, file, line) the header names where fn is generated code: "jacfwd of grad of f" and f's place
+        self.origin = origin
         self.transform = transform
         self.specialise = specialise  # s2s.ir.TransformRequest -> a callable transform (the API's)
         self.single = isinstance(argnums, int)
@@ -145,7 +147,7 @@ class Builder:
                  repr(self.argnums), repr(self.single), repr(self.has_aux), self.target, repr(self.scalar_output),
                  repr(sorted(self.structures.items())), repr([str(t) for t in arg_types]), repr(self.fuse),
                  repr(self.vector_math), repr(self.max_tape_bytes), repr(self.automatic_checkpoints),
-                 repr(self.split_vjp), repr(self.row_sweeps),
+                 repr(self.split_vjp), repr(self.row_sweeps), repr(self.origin),
                  repr(sorted(USER_RULES.items()))]
         for f in program.functions.values():
             marks = [getattr(n, "s2s_checkpoint", None) for n in gast.walk(f.node) if isinstance(n, gast.For)]
@@ -200,9 +202,10 @@ class Builder:
                                    vector_math=self.vector_math, check_bounds=indexes)
             functions = [pipeline.run("finish", f, ctx) for f in functions]
         sig = ", ".join(str(t) for t in arg_types)
-        header = (f"s2s {__version__}: {self.transform} of {root.src.name}"
-                  f" (argnums={self.argnums[0] if self.single else self.argnums})\n\n"
-                  f"source:    {root.src.filename}, line {root.src.node.lineno}\n"
+        what, filename, lineno = self.origin or (f"{self.transform} of {root.src.name}", root.src.filename,
+                                                 root.src.node.lineno)
+        header = (f"s2s {__version__}: {what} (argnums={self.argnums[0] if self.single else self.argnums})\n\n"
+                  f"source:    {filename}, line {lineno}\n"
                   f"signature: ({sig})\n"
                   f"target:    {self.target}\n")
         if program.constants:
