@@ -9,7 +9,8 @@ reversed views, sums, element writes (through reversed views too), writes into r
 updates and calls of helpers (one returning new memory, one its argument), over vectors of one length.
 
 Each program is checked twice: ``jacfwd`` of the program (its vector result) against central differences
-of the program, and ``hessian`` of the sum of its result's squares against second central differences.
+of the program, and ``hessian`` of the sum of its result's squares against second central differences;
+then both again, the same transforms called with an ``x`` two elements longer.
 An s2s refusal (``UnsupportedError`` or ``NoRuleError``: a write through one name of memory read through
 another, say) is an outcome of its own; any other exception (a ``CompileError`` too) and any wrong number
 fail.
@@ -149,15 +150,21 @@ def check(f, g, source: str, target: str, x: np.ndarray) -> str:
     ``rejected`` (values too large for differences to check); raises AssertionError on a wrong derivative."""
     if not np.all(np.isfinite(f(x))) or np.max(np.abs(f(x))) > 1e3:
         return "rejected"
-    try:
-        jac = s2s.jacfwd(f, target=target)(x.copy())
-        hess = s2s.hessian(g, target=target)(x.copy())
-    except (UnsupportedError, NoRuleError):
-        return "refused"
-    np.testing.assert_allclose(jac, fd_jacobian(f, x), rtol=1e-6, atol=1e-6,
-                               err_msg=f"jacfwd, target={target}, x={x!r}\n{source}")
-    np.testing.assert_allclose(hess, numerical_hessian(g, (x,), 0), rtol=1e-4, atol=1e-4,
-                               err_msg=f"hessian, target={target}, x={x!r}\n{source}")
+    jacobian, hessian = s2s.jacfwd(f, target=target), s2s.hessian(g, target=target)
+    # then the same transforms at another length: an entry must not keep the first call's shapes
+    longer = np.resize(x, LENGTH + 2) * 0.9
+    for at in (x, longer):
+        if at is longer and (not np.all(np.isfinite(f(at))) or np.max(np.abs(f(at))) > 1e3):
+            break
+        try:
+            jac = jacobian(at.copy())
+            hess = hessian(at.copy())
+        except (UnsupportedError, NoRuleError):
+            return "refused"
+        np.testing.assert_allclose(jac, fd_jacobian(f, at), rtol=1e-6, atol=1e-6,
+                                   err_msg=f"jacfwd, target={target}, x={at!r}\n{source}")
+        np.testing.assert_allclose(hess, numerical_hessian(g, (at,), 0), rtol=1e-4, atol=1e-4,
+                                   err_msg=f"hessian, target={target}, x={at!r}\n{source}")
     swept = "rt.basis_row" in s2s.source(s2s.jacfwd(f, target=target), x)
     return "passed, one direction at a time" if swept else "passed, vector mode"
 
