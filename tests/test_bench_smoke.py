@@ -99,3 +99,11 @@ def test_bench_loops_quick():
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     assert "L1: s2s" in result.stdout and "L2: s2s" in result.stdout
+
+
+def test_bench_vectorised_quick():
+    script = SCRIPT.parent / "bench_vectorised.py"
+    result = subprocess.run([sys.executable, str(script), "--quick", "--repeats", "3"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    assert "s2s V1 vectorised: primal" in result.stdout and "s2s V2 loop: primal" in result.stdout
