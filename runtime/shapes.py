@@ -29,7 +29,7 @@ from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _shape_drop, _v3
 
 __all__ = ["squeeze", "flatten", "array", "array_vjp", "transpose_vjp", "reshape_like", "split_like", "unstack_like",
-           "hsplit_like", "vsplit_like"]
+           "hsplit_like", "vsplit_like", "tile", "tile_vjp"]
 
 
 # ------------------------------------------------------------------ reshaping
@@ -461,3 +461,91 @@ def vsplit_like(g, tup):
 def _vsplit_like_nb(g, tup):
     split = _splitter(_check_items("vsplit_like", tup), _along_rows)
     return lambda g, tup: split(_v3(g, 0), tup, 0)
+
+
+# ------------------------------------------------------------------ tiling
+def _tile_shapes(ndim: int, reps: tuple) -> tuple:
+    """(the input's shape promoted to the result's rank, the repetitions promoted likewise), as NumPy's
+    ``np.tile`` promotes them: ones in front of the shorter one."""
+    rank = max(ndim, len(reps))
+    return rank, (1,) * (rank - len(reps)) + tuple(reps)
+
+
+def tile(a, reps):
+    """``np.tile(a, reps)`` for compiled code (Numba has none): ``a`` repeated ``reps`` times along each
+    axis (an int repeats the last axis).
+
+    >>> tile(np.array([1.0, 2.0]), (2, 2))
+    array([[1., 2., 1., 2.],
+           [1., 2., 1., 2.]])
+    """
+    return np.tile(a, reps)
+
+
+def tile_vjp(g, a, reps):
+    """Adjoint of ``np.tile(a, reps)``: the tiles of ``g`` summed, shaped like ``a``.
+
+    >>> tile_vjp(np.arange(4.0), np.zeros(2), 2)
+    array([2., 4.])
+    """
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    rank, reps = _tile_shapes(np.ndim(a), reps)
+    shape = (1,) * (rank - np.ndim(a)) + np.shape(a)
+    interleaved = np.reshape(g, [n for pair in zip(reps, shape) for n in pair])
+    return np.reshape(interleaved.sum(axis=tuple(range(0, 2 * rank, 2))), np.shape(a))
+
+
+@functools.cache
+def _tiler(ndim: int, nreps: int, adjoint: bool):
+    """A jitted tile (or its adjoint) for an input of rank ``ndim`` and ``nreps`` repetitions, the shapes
+    promoted in unrolled code (their lengths are known when it is typed)."""
+    rank = max(ndim, nreps)
+    ones_a, ones_r = "(1,) * 0" if rank == ndim else f"(1,) * {rank - ndim}", f"(1,) * {rank - nreps}"
+    axes = range(rank)
+    lines = [f"def tiled({'g, ' if adjoint else ''}a, reps):",
+             f"    shape = {ones_a} + a.shape",
+             f"    times = {ones_r} + reps",
+             f"    out_shape = ({''.join(f'shape[{k}] * times[{k}], ' for k in axes)})",
+             "    flat = np.ascontiguousarray(a).reshape(shape)"]
+    source = f"({''.join(f'i[{k}] % shape[{k}], ' for k in axes)})"
+    if adjoint:
+        lines += ["    out = np.zeros(shape, g.dtype)",
+                  "    for i in np.ndindex(out_shape):",
+                  f"        out[{source}] += g[i]",
+                  "    return out.reshape(a.shape)"]
+    else:
+        lines += ["    out = np.empty(out_shape, a.dtype)",
+                  "    for i in np.ndindex(out_shape):",
+                  f"        out[i] = flat[{source}]",
+                  "    return out"]
+    namespace = {"np": np}
+    exec("\n".join(lines), namespace)
+    return njit(namespace["tiled"])
+
+
+def _reps_count(reps) -> int:
+    if isinstance(reps, types.Integer):
+        return 1
+    if isinstance(reps, types.UniTuple) and isinstance(reps.dtype, types.Integer):
+        return reps.count
+    raise errors.TypingError(f"rt.tile: the repetitions must be an int or a tuple of ints, got {reps}")
+
+
+@overload(tile)
+def _tile_nb(a, reps):
+    if not isinstance(a, types.Array):
+        raise errors.TypingError(f"rt.tile: expected an array, got {a}")
+    tiled = _tiler(a.ndim, _reps_count(reps), False)
+    if isinstance(reps, types.Integer):
+        return lambda a, reps: tiled(a, (reps,))
+    return lambda a, reps: tiled(a, reps)
+
+
+@overload(tile_vjp)
+def _tile_vjp_nb(g, a, reps):
+    if not isinstance(a, types.Array):
+        raise errors.TypingError(f"rt.tile_vjp: expected an array, got {a}")
+    tiled = _tiler(a.ndim, _reps_count(reps), True)
+    if isinstance(reps, types.Integer):
+        return lambda g, a, reps: tiled(g, a, (reps,))
+    return lambda g, a, reps: tiled(g, a, reps)

@@ -207,6 +207,8 @@ for _fn in (np.flip, np.fliplr, np.flipud, np.tril, np.triu):
 case(np.tril, "np.tril({x}, -1)", "shape", x=normal(3, 3))
 case(np.triu, "np.triu({x}, 1)", "shape", x=normal(3, 3))
 case(np.concatenate, "np.concatenate(({x}, {y}), 0)", "shape", x=normal(2, 3), y=normal(1, 3))
+case(np.tile, "np.tile({x}, (2, 1, 2))", "shape", x=normal(2, 3))
+case(np.tile, "np.tile({x}, 3)", "shape", x=normal(2))
 case(np.stack, "np.stack(({x}, {y}), 1)", "shape", x=normal(3), y=normal(3))
 case(np.hstack, "np.hstack(({x}, {y}))", "shape", x=normal(3), y=normal(2))
 case(np.vstack, "np.vstack(({x}, {y}))", "shape", x=normal(2, 3), y=normal(1, 3))
@@ -358,7 +360,7 @@ for _fn in (rt.unbroadcast, rt.broadcast_like, rt.unreduce, rt.select, rt.flat, 
             rt.sort_jvp, rt.sort_vjp, rt.diff_vjp, rt.kron_vjp_a, rt.kron_vjp_b, rt.interp_slope, rt.interp_vjp_fp,
             rt.tril_half, rt.sym, rt.pair_diff, rt.pair_diff_vjp, rt.eigh_f, rt.eigh_w, rt.eigh_v, rt.slogdet_sign,
             rt.slogdet_logdet, rt.einsum_vjp_a, rt.einsum_vjp_b, rt.interp_vjp_fp_dx, rt.split_like,
-            rt.unstack_like, rt.hsplit_like, rt.vsplit_like, rt.diag_vjp):
+            rt.unstack_like, rt.hsplit_like, rt.vsplit_like, rt.diag_vjp, rt.tile_vjp):
     COVERED_ELSEWHERE[_fn] = _HELPERS
 for _fn in (rt.reserve, rt.reversed_range, rt.reversed_steps):
     COVERED_ELSEWHERE[_fn] = "tapes of loops: tests/test_higher_order.py differentiates gradients of loops"
@@ -409,7 +411,7 @@ SECOND_ORDER_GAPS = {
 #: Rules checked compiled as well: those of issue 10 (Numba-compiled code meets them nowhere else yet).
 COMPILED = {np.sort, np.diff, np.cumprod, np.var, np.std, np.atleast_1d, np.atleast_3d, np.roll, np.flip, np.fliplr,
             np.flipud, np.tril, np.triu, np.kron, np.interp, np.linalg.cholesky, np.linalg.eigh, np.linalg.slogdet,
-            np.einsum, np.ndim} | {c.fn for c in CASES if c.group.startswith("numba") or c.group == "helpers"}
+            np.einsum, np.ndim, np.tile} | {c.fn for c in CASES if c.group.startswith("numba") or c.group == "helpers"}
 for _c in CASES:
     _c.second = _c.fn not in SECOND_ORDER_GAPS
     _c.compiled = _c.fn in COMPILED

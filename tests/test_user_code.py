@@ -9,6 +9,7 @@ import pytest
 from conftest import assert_grads, fd_jacobian, targets
 
 import s2s
+from s2s.check import numerical_grad
 from s2s.errors import S2SError, UnsupportedError
 from s2s.tree_util import register_pytree_node_class
 
@@ -355,3 +356,15 @@ def test_hessian_of_user_code(fn, args):
     expected = fd_jacobian(lambda v: gradient(v, *args[1:]), args[0])
     np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-7)
     assert np.abs(expected).max() > 0.1
+
+
+# ------------------------------------------------------------- functions Numba lacks, given by the runtime
+def tiled(x):
+    """``np.tile`` (Numba has none): ``rt.tile`` in compiled code, its adjoint the tiles summed."""
+    return np.sum(np.tile(x, (2, 2)) * np.arange(12.0).reshape(2, 6)) + np.sum(np.tile(np.sin(x), 3) ** 2)
+
+
+def test_np_tile_compiles_and_differentiates():
+    assert s2s.jit(tiled)(X3) == pytest.approx(tiled(X3), rel=1e-12)
+    assert_grads(tiled, (X3,))
+    np.testing.assert_allclose(s2s.jacfwd(tiled)(X3), numerical_grad(tiled, (X3,), 0), rtol=1e-7, atol=1e-9)

@@ -240,6 +240,8 @@ def _einsum_check(bound: dict) -> str | None:
     return None
 
 
+defrule(np.tile, "A, reps", nondiff=("reps",), impl="rt.tile", jvp="rt.tile(A_dot, reps)",
+        vjp="rt.tile_vjp(z_adj, A, reps)")  # Numba has no np.tile
 defrule(np.einsum, "subscripts, a, b=None", nondiff=("subscripts",), impl="rt.einsum", check=_einsum_check,
         jvp="rt.einsum(subscripts, a_dot, b) + rt.einsum(subscripts, a, b_dot)",
         vjp={"a": "rt.einsum_vjp_a(subscripts, z_adj, a, b)", "b": "rt.einsum_vjp_b(subscripts, z_adj, a, b)"})

@@ -51,6 +51,8 @@ defrule(rt.reshape_like, "g, a", nondiff=("a",), shape_only=("a",), jvp="rt.resh
 defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
 mark(rt.flatten, method="flatten")
 defrule(rt.array_vjp, "g, object", nondiff=("object",), jvp="rt.array_vjp(g_dot, object)")
+defrule(rt.tile_vjp, "g, a, reps", nondiff=("a", "reps"), shape_only=("a",), jvp="rt.tile_vjp(g_dot, a, reps)",
+        vjp="rt.tile(z_adj, reps)")
 defrule(rt.last_write, "g, idx, axis, n", nondiff=("idx", "axis", "n"), jvp="rt.last_write(g_dot, idx, axis, n)",
         vjp="rt.last_write(z_adj, idx, axis, n)")
 defrule(rt.group_sum, "v, idx, like, n", nondiff=("idx", "like", "n"), jvp="rt.group_sum(v_dot, idx, like, n)",
