@@ -92,6 +92,18 @@ def test_unsupported_star_args(target):
     assert_located(err, uses_star_args, def_line(uses_star_args))
 
 
+def weighted(x, w):
+    return np.sum(x * w)  # <- list as a value
+
+
+def test_a_list_argument_used_as_an_array_says_it_is_a_pytree():
+    """A list is a pytree of its items (JAX's rule): ``x * w`` of a list is refused with the way out."""
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(weighted, target="python")([0.5, 1.5], np.ones(2))
+    assert "container argument `x` as a value" in str(info.value) and "np.asarray" in str(info.value)
+    assert_located(info.value, weighted, line_of(weighted, "<- list as a value"))
+
+
 def unsupported_in_helper(y):
     return sum({v for v in y})  # <- construct
 

@@ -269,7 +269,9 @@ class _Rewrite(gast.NodeTransformer):
         if isinstance(node.ctx, gast.Load) and node.id in self.trees:
             expr = self.trees[node.id].as_expr()
             if expr is None:
-                raise self.error(f"using the container argument `{node.id}` as a value")
+                raise self.error(f"using the container argument `{node.id}` as a value",
+                                 hint="a list, tuple, dict or None argument is a pytree of its items, as in JAX: "
+                                      "index it, or pass np.asarray(...) for an array")
             return expr
         return node
 
