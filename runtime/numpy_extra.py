@@ -28,7 +28,7 @@ from .reductions import _is_none, _norm_axis, _shape_one, mean
 __all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod_jvp", "cumprod_vjp", "cumprod_hvp",
            "cumprod_vjp_jvp", "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp",
            "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff", "pair_diff_vjp",
-           "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp"]
+           "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval", "polyval_d", "polyval_vjp_p"]
 
 
 @register_jitable
@@ -505,3 +505,100 @@ def _diag_vjp_nb(g, v, k):
         return out
 
     return impl
+
+
+# ------------------------------------------------------------------ polynomials
+@register_jitable
+def _falling(m, k):
+    """``m! / (m - k)!``: the factor the k-th derivative of ``x ** m`` brings down (0 where ``k > m``)."""
+    out = 1.0
+    for i in range(k):
+        out *= m - i
+    return out
+
+
+@register_jitable
+def _polyval_d_flat(p, xf, k):
+    n = p.shape[0]
+    out = np.zeros(xf.size)
+    for i in range(xf.size):
+        acc = 0.0
+        for j in range(n - k):  # Horner over the terms that survive k derivatives, highest power first
+            acc = acc * xf[i] + p[j] * _falling(n - 1 - j, k)
+        out[i] = acc
+    return out
+
+
+def polyval_d(p, x, k):
+    """The ``k``-th derivative in ``x`` of ``np.polyval(p, x)`` (``k = 0``: the polynomial itself), shaped
+    like ``x``; ``rt.polyval`` in compiled code (Numba has no ``np.polyval``).
+
+    >>> float(polyval_d(np.array([1.0, 0.0, 2.0]), 3.0, 1))  # d/dx (x**2 + 2) at 3
+    6.0
+    """
+    out = _polyval_d_flat(np.asarray(p, np.float64), np.ravel(np.asarray(x, np.float64)), k)
+    return out.reshape(np.shape(x)) if np.ndim(x) else float(out[0])
+
+
+def polyval(p, x):
+    """``np.polyval(p, x)`` for compiled code: the polynomial with coefficients ``p`` (highest power first).
+
+    >>> float(polyval(np.array([1.0, 0.0, 2.0]), 3.0))
+    11.0
+    """
+    return polyval_d(p, x, 0)
+
+
+@register_jitable
+def _polyval_vjp_p_flat(gf, p, xf, k):
+    n = p.shape[0]
+    out = np.zeros(n)
+    for i in range(xf.size):
+        g = gf[0] if gf.size == 1 else gf[i]
+        power = 1.0  # x ** (m - k) for the term of power m, from the lowest surviving power up
+        for j in range(n - 1 - k, -1, -1):
+            out[j] += g * _falling(n - 1 - j, k) * power
+            power *= xf[i]
+    return out
+
+
+def polyval_vjp_p(g, p, x, k):
+    """Adjoint in ``p`` of ``polyval_d(p, x, k)``: entry ``j`` is the sum over the elements of ``x`` of
+    ``g`` times the k-th derivative of ``x ** (len(p) - 1 - j)``.
+
+    >>> polyval_vjp_p(np.ones(2), np.zeros(3), np.array([2.0, 3.0]), 0)
+    array([13.,  5.,  2.])
+    """
+    return _polyval_vjp_p_flat(np.ravel(np.asarray(g, np.float64)), np.asarray(p, np.float64),
+                               np.ravel(np.asarray(x, np.float64)), k)
+
+
+@overload(polyval_d)
+def _polyval_d_nb(p, x, k):
+    if not (isinstance(p, types.Array) and p.ndim == 1):
+        raise errors.TypingError(f"rt.polyval: the coefficients must be a 1-D array, got {p}")
+    if isinstance(x, types.Array):
+        return lambda p, x, k: _polyval_d_flat(p, np.ascontiguousarray(x).reshape(x.size), k).reshape(x.shape)
+    return lambda p, x, k: _polyval_d_flat(p, np.full(1, x, np.float64), k)[0]
+
+
+@overload(polyval)
+def _polyval_nb(p, x):
+    return lambda p, x: polyval_d(p, x, 0)
+
+
+@register_jitable
+def _flat_of(v):
+    return np.ascontiguousarray(v).reshape(v.size)
+
+
+@register_jitable
+def _flat_of_number(v):
+    return np.full(1, v, np.float64)
+
+
+@overload(polyval_vjp_p)
+def _polyval_vjp_p_nb(g, p, x, k):
+    flat_g = _flat_of if isinstance(g, types.Array) else _flat_of_number
+    flat_x = _flat_of if isinstance(x, types.Array) else _flat_of_number
+    return lambda g, p, x, k: _polyval_vjp_p_flat(flat_g(g), p, flat_x(x), k)

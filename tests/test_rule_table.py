@@ -110,6 +110,8 @@ for _fn, _sample in ((np.sin, V4), (np.cos, V4), (np.tan, uniform(-1.0, 1.0, 4))
 for _fn in (np.add, np.subtract, np.multiply, np.divide, np.arctan2, np.hypot, np.logaddexp):
     case(_fn, f"np.{_fn.__name__}({{x}}, {{y}})", "binary", x=normal(3, 4), y=away(0.5, 2.0, 4))
 case(np.power, "np.power({x}, {y})", "binary", x=uniform(0.5, 2.0, 3, 4), y=normal(4))
+case(np.polyval, "np.polyval({p}, {x})", "binary", p=normal(4), x=normal(3))
+case(np.polyval, "np.polyval({p}, {s})", "binary", p=normal(3), s=normal())
 for _fn in (np.maximum, np.fmax, np.minimum, np.fmin):
     case(_fn, f"np.{_fn.__name__}({{x}}, {{y}} + 0.25)", "binary", x=spaced(4), y=spaced(4))
 case(np.where, "np.where({c} > 0.0, {x}, {y})", "binary", fixed=("c",), c=normal(4), x=V4, y=normal(3, 4))
@@ -360,7 +362,8 @@ for _fn in (rt.unbroadcast, rt.broadcast_like, rt.unreduce, rt.select, rt.flat, 
             rt.sort_jvp, rt.sort_vjp, rt.diff_vjp, rt.kron_vjp_a, rt.kron_vjp_b, rt.interp_slope, rt.interp_vjp_fp,
             rt.tril_half, rt.sym, rt.pair_diff, rt.pair_diff_vjp, rt.eigh_f, rt.eigh_w, rt.eigh_v, rt.slogdet_sign,
             rt.slogdet_logdet, rt.einsum_vjp_a, rt.einsum_vjp_b, rt.interp_vjp_fp_dx, rt.split_like,
-            rt.unstack_like, rt.hsplit_like, rt.vsplit_like, rt.diag_vjp, rt.tile_vjp):
+            rt.unstack_like, rt.hsplit_like, rt.vsplit_like, rt.diag_vjp, rt.tile_vjp, rt.polyval_d,
+            rt.polyval_vjp_p):
     COVERED_ELSEWHERE[_fn] = _HELPERS
 for _fn in (rt.reserve, rt.reversed_range, rt.reversed_steps):
     COVERED_ELSEWHERE[_fn] = "tapes of loops: tests/test_higher_order.py differentiates gradients of loops"
@@ -411,7 +414,8 @@ SECOND_ORDER_GAPS = {
 #: Rules checked compiled as well: those of issue 10 (Numba-compiled code meets them nowhere else yet).
 COMPILED = {np.sort, np.diff, np.cumprod, np.var, np.std, np.atleast_1d, np.atleast_3d, np.roll, np.flip, np.fliplr,
             np.flipud, np.tril, np.triu, np.kron, np.interp, np.linalg.cholesky, np.linalg.eigh, np.linalg.slogdet,
-            np.einsum, np.ndim, np.tile} | {c.fn for c in CASES if c.group.startswith("numba") or c.group == "helpers"}
+            np.einsum, np.ndim, np.tile, np.polyval} | {
+                c.fn for c in CASES if c.group.startswith("numba") or c.group == "helpers"}
 for _c in CASES:
     _c.second = _c.fn not in SECOND_ORDER_GAPS
     _c.compiled = _c.fn in COMPILED

@@ -51,6 +51,11 @@ defrule(rt.reshape_like, "g, a", nondiff=("a",), shape_only=("a",), jvp="rt.resh
 defrule(rt.flatten, "a", jvp="rt.flatten(a_dot)", vjp="rt.reshape_like(z_adj, a)")  # a copy, unlike np.ravel
 mark(rt.flatten, method="flatten")
 defrule(rt.array_vjp, "g, object", nondiff=("object",), jvp="rt.array_vjp(g_dot, object)")
+defrule(rt.polyval_d, "p, x, k", nondiff=("k",), jvp="rt.polyval_d(p_dot, x, k) + rt.polyval_d(p, x, k + 1) * x_dot",
+        vjp={"p": "rt.polyval_vjp_p(z_adj, p, x, k)", "x": "z_adj * rt.polyval_d(p, x, k + 1)"})
+defrule(rt.polyval_vjp_p, "g, p, x, k", nondiff=("p", "k"), shape_only=("p",),
+        jvp="rt.polyval_vjp_p(g_dot, p, x, k) + rt.polyval_vjp_p(g * x_dot, p, x, k + 1)",
+        vjp={"g": "rt.polyval_d(z_adj, x, k)", "x": "g * rt.polyval_d(z_adj, x, k + 1)"})
 defrule(rt.tile_vjp, "g, a, reps", nondiff=("a", "reps"), shape_only=("a",), jvp="rt.tile_vjp(g_dot, a, reps)",
         vjp="rt.tile(z_adj, reps)")
 defrule(rt.last_write, "g, idx, axis, n", nondiff=("idx", "axis", "n"), jvp="rt.last_write(g_dot, idx, axis, n)",
