@@ -465,8 +465,8 @@ def _vsplit_like_nb(g, tup):
 
 # ------------------------------------------------------------------ tiling
 def _tile_shapes(ndim: int, reps: tuple) -> tuple:
-    """(the input's shape promoted to the result's rank, the repetitions promoted likewise), as NumPy's
-    ``np.tile`` promotes them: ones in front of the shorter one."""
+    """(the result's rank, the repetitions promoted to it), as ``np.tile`` promotes the shorter of the
+    input's shape and the repetitions: ones in front."""
     rank = max(ndim, len(reps))
     return rank, (1,) * (rank - len(reps)) + tuple(reps)
 
@@ -500,13 +500,11 @@ def _tiler(ndim: int, nreps: int, adjoint: bool):
     """A jitted tile (or its adjoint) for an input of rank ``ndim`` and ``nreps`` repetitions, the shapes
     promoted in unrolled code (their lengths are known when it is typed)."""
     rank = max(ndim, nreps)
-    ones_a, ones_r = "(1,) * 0" if rank == ndim else f"(1,) * {rank - ndim}", f"(1,) * {rank - nreps}"
     axes = range(rank)
     lines = [f"def tiled({'g, ' if adjoint else ''}a, reps):",
-             f"    shape = {ones_a} + a.shape",
-             f"    times = {ones_r} + reps",
-             f"    out_shape = ({''.join(f'shape[{k}] * times[{k}], ' for k in axes)})",
-             "    flat = np.ascontiguousarray(a).reshape(shape)"]
+             f"    shape = (1,) * {rank - ndim} + a.shape",
+             f"    times = (1,) * {rank - nreps} + reps",
+             f"    out_shape = ({''.join(f'shape[{k}] * times[{k}], ' for k in axes)})"]
     source = f"({''.join(f'i[{k}] % shape[{k}], ' for k in axes)})"
     if adjoint:
         lines += ["    out = np.zeros(shape, g.dtype)",
@@ -514,7 +512,8 @@ def _tiler(ndim: int, nreps: int, adjoint: bool):
                   f"        out[{source}] += g[i]",
                   "    return out.reshape(a.shape)"]
     else:
-        lines += ["    out = np.empty(out_shape, a.dtype)",
+        lines += ["    flat = np.ascontiguousarray(a).reshape(shape)",
+                  "    out = np.empty(out_shape, a.dtype)",
                   "    for i in np.ndindex(out_shape):",
                   f"        out[i] = flat[{source}]",
                   "    return out"]
