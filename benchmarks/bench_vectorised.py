@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
@@ -34,7 +33,9 @@ import numpy as np  # noqa: E402
 
 import s2s  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gradbench"))
+from bench_loops import best  # noqa: E402
 from evals.ode import last as loop_last  # noqa: E402
 from evals.ode import ode as loop_ode  # noqa: E402
 
@@ -88,15 +89,6 @@ def _jax():
     gradient = jax.jit(jax.grad(lambda x, s: ode(x, s)[-1]), static_argnums=1)
     return (lambda x, s: np.asarray(jax.block_until_ready(primal(x, s))),
             lambda x, s: np.asarray(jax.block_until_ready(gradient(x, s))))
-
-
-def best(f, args, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f(*args)
-        times.append(time.perf_counter() - start)
-    return min(times) * 1e3
 
 
 def check_against_differences(loss, gradient, n: int, s: int) -> None:

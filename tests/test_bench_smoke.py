@@ -93,17 +93,12 @@ def test_bench_cache_quick(tmp_path):
         assert row["cold"]["first"] > 0 and row["warm"]["first"] > 0 and row["warm_numba_started"]["first"] > 0
 
 
-def test_bench_loops_quick():
-    script = SCRIPT.parent / "bench_loops.py"
-    result = subprocess.run([sys.executable, str(script), "--quick", "--repeats", "3"],
+@pytest.mark.parametrize("script, printed", [
+    ("bench_loops.py", ("L1: s2s", "L2: s2s")),
+    ("bench_vectorised.py", ("s2s V1 vectorised: primal", "s2s V2 loop: primal")),
+])
+def test_bench_quick_rows(script, printed):
+    result = subprocess.run([sys.executable, str(SCRIPT.parent / script), "--quick", "--repeats", "3"],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    assert "L1: s2s" in result.stdout and "L2: s2s" in result.stdout
-
-
-def test_bench_vectorised_quick():
-    script = SCRIPT.parent / "bench_vectorised.py"
-    result = subprocess.run([sys.executable, str(script), "--quick", "--repeats", "3"],
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    assert "s2s V1 vectorised: primal" in result.stdout and "s2s V2 loop: primal" in result.stdout
+    assert all(row in result.stdout for row in printed)
