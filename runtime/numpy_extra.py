@@ -28,7 +28,7 @@ from .reductions import _is_none, _norm_axis, _shape_one, mean
 __all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod_jvp", "cumprod_vjp", "cumprod_hvp",
            "cumprod_vjp_jvp", "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp",
            "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff", "pair_diff_vjp",
-           "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval", "polyval_d", "polyval_vjp_p"]
+           "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d", "polyval_vjp_p"]
 
 
 @register_jitable
@@ -530,23 +530,14 @@ def _polyval_d_flat(p, xf, k):
 
 
 def polyval_d(p, x, k):
-    """The ``k``-th derivative in ``x`` of ``np.polyval(p, x)`` (``k = 0``: the polynomial itself), shaped
-    like ``x``; ``rt.polyval`` in compiled code (Numba has no ``np.polyval``).
+    """The ``k``-th derivative in ``x`` of ``np.polyval(p, x)`` (``k = 0``: the polynomial itself, which
+    generated code calls for ``np.polyval``: Numba has none), shaped like ``x``.
 
     >>> float(polyval_d(np.array([1.0, 0.0, 2.0]), 3.0, 1))  # d/dx (x**2 + 2) at 3
     6.0
     """
     out = _polyval_d_flat(np.asarray(p, np.float64), np.ravel(np.asarray(x, np.float64)), k)
     return out.reshape(np.shape(x)) if np.ndim(x) else float(out[0])
-
-
-def polyval(p, x):
-    """``np.polyval(p, x)`` for compiled code: the polynomial with coefficients ``p`` (highest power first).
-
-    >>> float(polyval(np.array([1.0, 0.0, 2.0]), 3.0))
-    11.0
-    """
-    return polyval_d(p, x, 0)
 
 
 @register_jitable
@@ -573,20 +564,6 @@ def polyval_vjp_p(g, p, x, k):
                                np.ravel(np.asarray(x, np.float64)), k)
 
 
-@overload(polyval_d)
-def _polyval_d_nb(p, x, k):
-    if not (isinstance(p, types.Array) and p.ndim == 1):
-        raise errors.TypingError(f"rt.polyval: the coefficients must be a 1-D array, got {p}")
-    if isinstance(x, types.Array):
-        return lambda p, x, k: _polyval_d_flat(p, np.ascontiguousarray(x).reshape(x.size), k).reshape(x.shape)
-    return lambda p, x, k: _polyval_d_flat(p, np.full(1, x, np.float64), k)[0]
-
-
-@overload(polyval)
-def _polyval_nb(p, x):
-    return lambda p, x: polyval_d(p, x, 0)
-
-
 @register_jitable
 def _flat_of(v):
     return np.ascontiguousarray(v).reshape(v.size)
@@ -595,6 +572,15 @@ def _flat_of(v):
 @register_jitable
 def _flat_of_number(v):
     return np.full(1, v, np.float64)
+
+
+@overload(polyval_d)
+def _polyval_d_nb(p, x, k):
+    if not (isinstance(p, types.Array) and p.ndim == 1):
+        raise errors.TypingError(f"np.polyval: the coefficients must be a 1-D array, got {p}")
+    if isinstance(x, types.Array):
+        return lambda p, x, k: _polyval_d_flat(p, _flat_of(x), k).reshape(x.shape)
+    return lambda p, x, k: _polyval_d_flat(p, _flat_of_number(x), k)[0]
 
 
 @overload(polyval_vjp_p)

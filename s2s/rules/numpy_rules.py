@@ -240,8 +240,7 @@ def _einsum_check(bound: dict) -> str | None:
     return None
 
 
-defrule(np.polyval, "p, x", impl="rt.polyval", jvp="rt.polyval_d(p_dot, x, 0) + rt.polyval_d(p, x, 1) * x_dot",
-        vjp={"p": "rt.polyval_vjp_p(z_adj, p, x, 0)", "x": "z_adj * rt.polyval_d(p, x, 1)"})  # Numba has none
+defrule(np.polyval, "p, x", expand="rt.polyval_d(p, x, 0)")  # Numba has none: its 0-th derivative, whose rule it is
 defrule(np.tile, "A, reps", nondiff=("reps",), impl="rt.tile", jvp="rt.tile(A_dot, reps)",
         vjp="rt.tile_vjp(z_adj, A, reps)")  # Numba has no np.tile
 defrule(np.einsum, "subscripts, a, b=None", nondiff=("subscripts",), impl="rt.einsum", check=_einsum_check,
