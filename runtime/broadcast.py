@@ -25,6 +25,7 @@ from numba import literal_unroll
 from numba.core import types
 
 from .helper_cache import overload, register_jitable
+from .reductions import _sum_loop, _v3, extremum_vjp_along, spread_along
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "jacobian_block", "column_buffer", "jacobian_column", "batch_like",
@@ -94,6 +95,9 @@ def _unbroadcast_nb(g, like):
         def same_rank(g, like):
             if g.shape == like.shape:
                 return np.asarray(g)
+            axis = _one_summed_axis(g.shape, like.shape)
+            if axis >= 0:  # `like` is `g` with one axis of length 1 (a row or column sum)
+                return _sum_loop(_v3(g, axis)).reshape(like.shape)
             out = np.zeros(like.shape, g.dtype)
             _unbroadcast_into(g, out)
             return out
@@ -101,11 +105,26 @@ def _unbroadcast_nb(g, like):
         return same_rank
 
     def lower_rank(g, like):
+        if g.ndim == like.ndim + 1 and g.shape[1:] == like.shape:  # summed over the leading axis only
+            return _sum_loop(_v3(g, 0)).reshape(like.shape)
         out = np.zeros(like.shape, g.dtype)
         _unbroadcast_into(g, out)
         return out
 
     return lower_rank
+
+
+@register_jitable
+def _one_summed_axis(shape, like):
+    """The axis where ``like`` has length 1 and ``shape`` not, where it is the only axis they differ on;
+    else -1."""
+    axis = -1
+    for j in range(len(shape)):
+        if shape[j] != like[j]:
+            if like[j] != 1 or axis >= 0:
+                return -1
+            axis = j
+    return axis
 
 
 def unreduce(g, x, axis, keepdims):
@@ -134,10 +153,8 @@ def _unreduce_nb(g, x, axis, keepdims):
         return lambda g, x, axis, keepdims: np.full(x.shape, g)
     if not isinstance(g, types.Array):  # a 1-D x reduced along its only axis
         return lambda g, x, axis, keepdims: np.full(x.shape, g)
-    keep = _literal_bool(keepdims)
-    if keep:
-        return lambda g, x, axis, keepdims: np.zeros(x.shape) + g
-    return lambda g, x, axis, keepdims: np.zeros(x.shape) + np.expand_dims(g, axis)
+    _literal_bool(keepdims)  # g has the reduced axis or not: spread along it either way
+    return lambda g, x, axis, keepdims: spread_along(g, x, axis)
 
 
 def _literal_bool(flag) -> bool:
@@ -182,6 +199,23 @@ def _reduced_count_nb(x, axis):
     return lambda x, axis: x.shape[axis]
 
 
+@register_jitable
+def broadcast_size(shapes):
+    """How many elements the broadcast of arrays of ``shapes`` (a tuple of shapes of one length) has.
+
+    >>> broadcast_size(((3, 1), (1, 4))), broadcast_size(((5,), (5,)))
+    (12, 5)
+    """
+    size = 1
+    for axis in range(len(shapes[0])):
+        length = 1
+        for shape in shapes:
+            if shape[axis] != 1:
+                length = shape[axis]
+        size *= length
+    return size
+
+
 def extremum_vjp(g, x, z, axis, keepdims):
     """Adjoint of ``max``/``min`` reductions: ``g`` shared equally among the tied extrema.
 
@@ -203,19 +237,8 @@ def _extremum_vjp_nb(g, x, z, axis, keepdims):
             return g * hits / np.sum(hits)
 
         return whole
-    if _literal_bool(keepdims):
-        def kept(g, x, z, axis, keepdims):
-            hits = (x == np.zeros(x.shape) + z) * 1.0
-            return (np.zeros(x.shape) + g) * hits / (np.zeros(x.shape) + np.expand_dims(np.sum(hits, axis), axis))
-
-        return kept
-
-    def dropped(g, x, z, axis, keepdims):
-        hits = (x == np.zeros(x.shape) + np.expand_dims(z, axis)) * 1.0
-        count = np.zeros(x.shape) + np.expand_dims(np.sum(hits, axis), axis)
-        return (np.zeros(x.shape) + np.expand_dims(g, axis)) * hits / count
-
-    return dropped
+    _literal_bool(keepdims)  # z and g have the reduced axis or not: the same elements either way
+    return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x, z, axis)
 
 
 @register_jitable

@@ -29,9 +29,11 @@ from numba.core.extending import overload as exec_overload  # implementations bu
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .helper_cache import overload, register_jitable
+from .vmath import _maxnum, _minnum, reduce_add
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "norm", "prod_vjp", "prod_jvp", "prod_others_jvp", "extremum_jvp",
-           "cumsum_vjp", "norm_vjp", "norm_jvp", "norm_weight_dx", "norm_weight_dnorm", "clip_inside", "clip_jvp"]
+           "cumsum_vjp", "norm_vjp", "norm_jvp", "norm_weight_dx", "norm_weight_dnorm", "clip_inside", "clip_jvp",
+           "spread_along", "extremum_vjp_along"]
 
 
 # ------------------------------------------------------------------ typing-time utilities
@@ -327,10 +329,14 @@ def _reduce3_nb(x3, kind):
     if kind in (_MAX, _MIN):
         better = _greater if kind == _MAX else _less
 
+        rows = isinstance(x3.dtype, types.Float)
+
         def extremum_impl(x3, kind):
             pre, n, post = x3.shape
             if n == 0:
                 raise ValueError("zero-size array to reduction operation which has no identity")
+            if rows and post == 1:  # along the last axis: each row in vector lanes
+                return _extreme_rows(x3.reshape((pre, n)), kind == _MAX).reshape((pre, 1))
             out = x3[:, 0, :].copy()
             for i in range(pre):
                 for k in range(1, n):
@@ -366,13 +372,114 @@ def _reduce3_nb(x3, kind):
 
 
 @register_jitable
+def _extreme_rows(x2, largest):
+    """The largest (or smallest) element of each row of ``x2``, NaN where a row has one: a vector
+    reduction per row, as :func:`s2s_runtime.vmath.max`."""
+    out = np.empty(x2.shape[0], x2.dtype)
+    for i in range(x2.shape[0]):
+        found, unordered = x2[i, 0], False
+        for k in range(x2.shape[1]):
+            found = _maxnum(found, x2[i, k]) if largest else _minnum(found, x2[i, k])
+            unordered |= x2[i, k] != x2[i, k]
+        out[i] = np.nan if unordered else found
+    return out
+
+
+@register_jitable
 def _sum_loop(x3):
     pre, n, post = x3.shape
     out = np.zeros((pre, post), x3.dtype)
+    if post == 1:  # along the last axis: each row's sum in vector lanes (a fixed order, as rt.vm.sum's)
+        rows = x3.reshape((pre, n))
+        for i in range(pre):
+            total = out[i, 0]
+            for k in range(n):
+                total = reduce_add(total, rows[i, k])
+            out[i, 0] = total
+        return out
     for i in range(pre):
         for k in range(n):
             for j in range(post):
                 out[i, j] += x3[i, k, j]
+    return out
+
+
+# ------------------------------------------------------------------ adjoints along one axis
+def _as2(v, pre, post):
+    """A reduction's result ``v`` (an array of ``pre * post`` elements, or a scalar) as ``(pre, post)``."""
+    return np.broadcast_to(v, (pre * post,)).reshape(pre, post)
+
+
+@overload(_as2)
+def _as2_nb(v, pre, post):
+    if isinstance(v, types.Array):
+        return lambda v, pre, post: np.ascontiguousarray(v).reshape((pre, post))
+    return lambda v, pre, post: np.full((pre, post), v)
+
+
+@register_jitable
+def spread_along(g, x, axis):
+    """``g``, the result of reducing ``x`` over ``axis`` (keepdims or not), repeated along that axis: an
+    array shaped like ``x``.
+
+    >>> spread_along(np.array([1.0, 2.0]), np.zeros((2, 3)), -1)
+    array([[1., 1., 1.],
+           [2., 2., 2.]])
+    """
+    ax = _norm_axis(axis, x.ndim)
+    pre, post = _prepost(x.shape, ax)
+    n = x.shape[ax]
+    g2 = _as2(g, pre, post)
+    out = np.empty(x.shape, np.float64)
+    if post == 1:  # along the last axis: each row one value, stored in vector lanes
+        rows = out.reshape((pre, n))
+        for i in range(pre):
+            value = g2[i, 0]
+            for k in range(n):
+                rows[i, k] = value
+        return out
+    out3 = out.reshape((pre, n, post))
+    for i in range(pre):
+        for k in range(n):
+            for j in range(post):
+                out3[i, k, j] = g2[i, j]
+    return out
+
+
+@register_jitable(error_model="numpy")  # a lane with no hit divides by zero: NaN, not ZeroDivisionError
+def extremum_vjp_along(g, x, z, axis):
+    """The adjoint of ``z``, the max or min of ``x`` over ``axis``: ``g`` shared equally among each lane's
+    tied extrema (NaN along a lane where none equals ``z``, as ``g * hits / count``).
+
+    >>> extremum_vjp_along(np.array([6.0]), np.array([[1.0, 3.0, 3.0]]), np.array([3.0]), 1)
+    array([[0., 3., 3.]])
+    """
+    ax = _norm_axis(axis, x.ndim)
+    pre, post = _prepost(x.shape, ax)
+    n = x.shape[ax]
+    x3 = _v3(x, ax)
+    g2, z2 = _as2(g, pre, post), _as2(z, pre, post)
+    out = np.empty(x.shape, np.float64)
+    if post == 1:  # along the last axis: a row's count and its shares in vector lanes
+        rows, out_rows = x3.reshape((pre, n)), out.reshape((pre, n))
+        for i in range(pre):
+            extreme, hits = z2[i, 0], 0.0
+            for k in range(n):
+                hits = reduce_add(hits, rows[i, k] == extreme)
+            share = g2[i, 0] / hits
+            for k in range(n):
+                out_rows[i, k] = share * (rows[i, k] == extreme)
+        return out
+    out3 = out.reshape((pre, n, post))
+    count = np.zeros((pre, post))
+    for i in range(pre):
+        for k in range(n):
+            for j in range(post):
+                count[i, j] += x3[i, k, j] == z2[i, j]
+    for i in range(pre):
+        for k in range(n):
+            for j in range(post):
+                out3[i, k, j] = g2[i, j] / count[i, j] * (x3[i, k, j] == z2[i, j])
     return out
 
 

@@ -945,6 +945,71 @@ def _sum_impl(a):
     return lambda a: np.sum(a)
 
 
+# ------------------------------------------------------------------ extremes
+def _extreme_intrinsic(intrinsic_name: str):
+    @intrinsic
+    def extreme(typingctx, a, b):
+        if not (isinstance(a, types.Float) and a == b):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ty = args[0].type
+            fn = builder.module.declare_intrinsic(intrinsic_name, [ty], ir.FunctionType(ty, [ty, ty]))
+            # no NaNs and no signed zeros: a loop of these becomes a vector reduction (NaNs are seen apart)
+            return builder.call(fn, args, fastmath=("nnan", "nsz"))
+        return a(a, b), codegen
+    return extreme
+
+
+_maxnum = _extreme_intrinsic("llvm.maxnum")
+_minnum = _extreme_intrinsic("llvm.minnum")
+
+
+def max(a):
+    """``np.max(a)`` of a whole array; compiled, a float array's maximum is found in vector lanes.
+
+    A NaN anywhere gives NaN, as in NumPy; of ``-0.0`` and ``0.0`` either may be returned.
+
+        >>> float(max(np.array([1.0, 3.0, 2.0])))
+        3.0
+    """
+    return np.max(a)
+
+
+def min(a):
+    """``np.min(a)`` of a whole array, as :func:`max`.
+
+        >>> float(min(np.array([1.0, 3.0, 2.0])))
+        1.0
+    """
+    return np.min(a)
+
+
+def _extreme_overload(extreme, name: str, fallback):
+    def impl_for(a):
+        if isinstance(a, types.Array) and isinstance(a.dtype, types.Float) and a.layout in "CF":
+            fortran = a.layout == "F" and a.ndim > 1
+            message = f"zero-size array to reduction operation {name} which has no identity"
+
+            def extreme_impl(a):
+                flat = a.T.ravel() if fortran else a.ravel()  # a view either way
+                if flat.size == 0:
+                    raise ValueError(message)
+                found = flat[0]
+                unordered = False
+                for i in range(flat.size):
+                    found = extreme(found, flat[i])
+                    unordered |= flat[i] != flat[i]
+                return flat.dtype.type(np.nan) if unordered else found
+            return extreme_impl
+        return lambda a: fallback(a)
+    return impl_for
+
+
+cached_overload(max)(_extreme_overload(_maxnum, "maximum", np.max))  # Numba's cache keeps them, like sum's
+cached_overload(min)(_extreme_overload(_minnum, "minimum", np.min))
+
+
 # NumPy's spelling → this module's, for the functions generated code calls here instead (those that
 # vectorise and are not one instruction already, as ``np.sqrt`` is)
 FUNCTIONS = {f"np.{name}": name for name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "cbrt", "sin",

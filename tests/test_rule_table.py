@@ -379,9 +379,11 @@ for _fn in (np.take, np.take_along_axis, np.real, rt.array_vjp, rt.flatten, rt.g
             rt.take_vjp, rt.take_along_axis_vjp):
     COVERED_ELSEWHERE[_fn] = "indexing and copies: tests/test_indexing.py (grad, jacfwd, hessian against differences)"
 for _name in ("arccos", "arcsin", "arctan", "cbrt", "cos", "cosh", "exp", "exp2", "expm1", "log", "log10", "log1p",
-              "log2", "logistic", "power", "reduce_add", "sin", "sinh", "sqrt", "sum", "tan", "tanh"):
+              "log2", "logistic", "max", "min", "power", "reduce_add", "sin", "sinh", "sqrt", "sum", "tan", "tanh"):
     COVERED_ELSEWHERE[getattr(rt.vm, _name)] = ("vector math: NumPy's rules under the runtime's names; "
                                                "tests/test_vector_codegen.py differentiates code calling them")
+COVERED_ELSEWHERE[rt.broadcast_size] = ("the element count of a fused np.mean: tests/test_fusion.py (jit, grad "
+                                        "and hessian of means, variances and norms)")
 COVERED_ELSEWHERE[rt.zero_cotangent] = "jacrev of tuple outputs: tests/test_tuple_outputs.py"
 COVERED_ELSEWHERE[rt.diff_edge] = ("np.diff's prepend and append: tests/test_numpy_axes_diff.py (grad, jacfwd, "
                                    "hessian against differences)")

@@ -161,3 +161,38 @@ def test_a_call_on_an_element_keeps_libm():
     expected = [np.cos(p[0]) * p[1] + 2 * np.exp(p[2]) * p[0], np.sin(p[0]), np.exp(p[2]) * p[0] ** 2]
     np.testing.assert_allclose(s2s.grad(per_example)(p), expected, rtol=1e-13)
     assert "rt.vm.exp" in s2s.source(s2s.grad(lambda x: np.sum(np.exp(x))), np.ones(3))
+
+
+def spread(v):
+    return np.max(v) - np.min(v)
+
+
+def logsumexp(x):
+    a = np.max(x)
+    return np.log(np.sum(np.exp(x - a))) + a
+
+
+def test_whole_array_extremes_vectorise_and_give_numpy_values(no_disk_cache):
+    """``np.max``/``np.min`` of a whole float array are ``rt.vm.max``/``rt.vm.min``: a vector reduction
+    (Numba's own is a scalar loop with a NaN test per element), with NumPy's NaN and empty-array results."""
+    jitted = s2s.jit(spread)
+    assert "rt.vm.max(v)" in s2s.source(jitted, X) and "rt.vm.min(v)" in s2s.source(jitted, X)
+    assert re.search(r"<\d+ x double>", llvm_ir(jitted, X)), "the extremes did not vectorise"
+    assert jitted(X) == np.max(X) - np.min(X)
+    with_nan = X.copy()
+    with_nan[500] = np.nan
+    assert np.isnan(jitted(with_nan))
+    matrix = np.asfortranarray(RNG.normal(size=(7, 5)))
+    assert jitted(matrix) == spread(matrix) and jitted(matrix[:, ::2]) == spread(matrix[:, ::2])
+    assert jitted(np.float32([1.5, -2.0, 4.0])) == 6.0
+    with pytest.raises(ValueError, match="zero-size array"):
+        jitted(np.zeros(0))
+
+
+def test_the_extremes_rules_hold_at_second_order():
+    """The gradient calls ``rt.vm.max``; its Hessian differentiates that call again (softmax's Jacobian)."""
+    x = RNG.normal(size=6)
+    p = np.exp(x - logsumexp(x))
+    assert "rt.vm.max" in s2s.source(s2s.grad(logsumexp), x)
+    np.testing.assert_allclose(s2s.grad(logsumexp)(x), p, rtol=1e-12)
+    np.testing.assert_allclose(s2s.hessian(logsumexp)(x), np.diag(p) - np.outer(p, p), rtol=1e-10, atol=1e-14)

@@ -15,7 +15,8 @@ device's math):
         return rt.vm.exp(-x) + rt.vm.log(x) + np.sqrt(x)
 
 ``np.sum(a)`` of a whole array becomes ``rt.vm.sum(a)``, which sums in
-vector lanes, and so does a tangent's ``rt.sum(a_dot, None, keepdims=False)``.
+vector lanes, and so does a tangent's ``rt.sum(a_dot, None, keepdims=False)``;
+``np.max(a)`` and ``np.min(a)`` become ``rt.vm.max(a)`` and ``rt.vm.min(a)``.
 ``a ** b``, ``np.power(a, b)`` and ``math.pow(a, b)`` become
 ``rt.vm.power(a, b)``, unless ``b`` is an integer literal (Numba multiplies
 those out). Only calls without keywords change (``np.exp(x, out=y)``,

@@ -85,7 +85,7 @@ defrule(np.clip, "a, a_min, a_max", jvp="rt.clip_jvp(a_dot, a_min_dot, a_max_dot
 
 # ------------------------------------------------------------- reductions
 defrule(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
-        nondiff=("axis", "dtype", "out", "keepdims"), impl="rt.sum", impl_when=("keepdims",),
+        nondiff=("axis", "dtype", "out", "keepdims"), impl="rt.sum", impl_when=("axis", "keepdims"),
         jvp="rt.sum(a_dot, axis, keepdims=keepdims)",
         vjp="rt.unreduce(z_adj, a, axis, keepdims)")
 defrule(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False",

@@ -74,6 +74,7 @@ defnondiff("a, a_min, a_max", rt.clip_inside)
 
 # ------------------------------------------------------------------- no derivative
 defnondiff("x, axis", rt.reduced_count, shape_only=("x",))
+defnondiff("shapes", rt.broadcast_size)
 defnondiff("start, stop, step", rt.reversed_range)
 defnondiff("start, step, count", rt.reversed_steps)
 defnondiff("count, offset, x", rt.basis)
@@ -113,6 +114,10 @@ for _numpy_name, _vm_name in {**rt.vm.FUNCTIONS, "np.sqrt": "sqrt"}.items():
 for _numpy_name, _vm_name in rt.vm.FUNCTIONS.items():
     mark(getattr(np, _numpy_name[3:]), vector=_vm_name)
 mark(np.sum, vector="sum")
+for _fn, _vm_name in ((np.max, "max"), (np.amax, "max"), (np.min, "min"), (np.amin, "min")):
+    mark(_fn, vector=_vm_name)
+for _fn, _vm_fn in ((np.max, rt.vm.max), (np.min, rt.vm.min)):  # a whole array's extreme, as NumPy's
+    _RULES[_vm_fn] = dataclasses.replace(_RULES[_fn], fn=_vm_fn, name=f"rt.vm.{_vm_fn.__name__}", vector=None)
 for _fn in (math.exp, math.expm1, math.log, math.log2, math.log10, math.log1p, math.tanh, math.sinh, math.cosh,
             math.sin, math.cos, math.tan):
     mark(_fn, vector=_fn.__name__)
