@@ -243,6 +243,89 @@ def test_a_sum_inside_an_expression_and_a_scalar_adjoint_sum_join_the_loops():
     np.testing.assert_allclose(s2s.grad(logsumexp)(x), numerical_grad(logsumexp, (x,), 0), rtol=1e-6, atol=1e-9)
 
 
+def test_a_sum_of_an_expression_inside_a_returned_expression_is_one_loop(nrt_stats):
+    """``return np.log(np.sum(np.exp(x - a))) + a``: the sum is bound to a scalar of its own first, so the
+    exponentials are summed in one loop, with no array for ``x - a`` or ``np.exp(x - a)``."""
+    x = RNG.standard_normal(1000)
+    allocations, live, _, value = count(s2s.jit(logsumexp), x)
+    assert allocations == 0 and live == 0, f"s2s.jit(logsumexp) made {allocations} allocations, expected 0"
+    assert value == pytest.approx(np.log(np.sum(np.exp(x - x.max()))) + x.max(), rel=1e-13)
+    assert s2s.source(s2s.jit(logsumexp), x).count("for _i") == 1
+
+
+def count_positive(x):
+    return np.sum(x > 0.0) + np.sum(np.isnan(x))
+
+
+def test_sums_of_booleans_are_not_lifted_as_floats():
+    """Only a sum of float64 elements is bound to a float scalar: ``np.sum(x > 0)`` stays an integer count."""
+    x = np.array([0.5, -1.0, 2.0, np.nan, 3.0])
+    got = s2s.jit(count_positive)(x)
+    assert got == 4 and isinstance(got, (int, np.integer))
+
+
+def moments(x, y):
+    return np.mean((x - y) ** 2) + np.var(x) - np.std(y) + np.linalg.norm(x) + np.mean(x)
+
+
+def test_means_variances_and_norms_are_sums_in_one_loop(nrt_stats):
+    """``np.mean``, ``np.var``, ``np.std`` and ``np.linalg.norm`` of a whole float array are sums the fusion
+    pass computes in loops (Numba's own ``np.mean`` runs through an iterator, 5x slower than NumPy)."""
+    x, y = vectors(1001)
+    jitted = s2s.jit(moments)
+    allocations, live, _, value = count(jitted, x, y)
+    assert allocations == 0 and live == 0, f"s2s.jit(moments) made {allocations} allocations, expected 0"
+    assert value == pytest.approx(moments(x, y), rel=1e-13)
+    source = s2s.source(jitted, x, y)
+    assert not any(f"{f}(" in source for f in ("np.mean", "np.var", "np.std", "np.linalg.norm")), source
+    matrix = RNG.standard_normal((6, 4))
+    assert jitted(matrix, matrix[::-1]) == pytest.approx(moments(matrix, matrix[::-1]), rel=1e-13)
+    column, row = RNG.standard_normal((5, 1)), RNG.standard_normal((1, 3))  # a mean over a broadcast (5, 3)
+    mean_of_broadcast = s2s.jit(lambda a, b: np.mean((a - b) ** 2))
+    assert mean_of_broadcast(column, row) == pytest.approx(np.mean((column - row) ** 2), rel=1e-13)
+    assert np.isnan(jitted(np.zeros(0), np.zeros(0)))  # NumPy: nan (with a warning) for an empty mean
+    small = RNG.standard_normal(5), RNG.standard_normal(5)
+    np.testing.assert_allclose(s2s.grad(moments)(*small), numerical_grad(moments, small, 0), rtol=1e-6, atol=1e-9)
+    x, n, eye = small[0], 5, np.eye(5)
+    u = x / np.linalg.norm(x)  # in x: mean((x - y)**2), var(x), norm(x) and mean(x) have these Hessians
+    analytic = 2 / n * eye + 2 / n * (eye - 1 / n) + (eye - np.outer(u, u)) / np.linalg.norm(x)
+    np.testing.assert_allclose(s2s.hessian(moments)(*small), analytic, rtol=1e-10, atol=1e-12)
+
+
+def softmax_cross_entropy(z, y):
+    m = np.max(z, axis=1, keepdims=True)
+    e = np.exp(z - m)
+    p = e / np.sum(e, axis=1, keepdims=True)
+    return -np.mean(np.sum(y * np.log(p), axis=1))
+
+
+def exp_over_row_sums(a, b):
+    c = np.sum(a, axis=1, keepdims=True)
+    t = np.exp(b - c) * b
+    return np.sum(t * c + np.sin(t))
+
+
+def test_loops_over_matrices_read_row_columns_by_row():
+    """A reduction along the rows with ``keepdims=True`` is an ``(n, 1)`` column: a fused loop over an
+    ``(n, m)`` matrix reads it once per row (``__t2[_k]``), as NumPy broadcasts it, where it used to fall back
+    to one array operation per statement. ``rt.unbroadcast`` to a column (a row sum) stays outside."""
+    z, labels = RNG.standard_normal((7, 5)), RNG.integers(0, 5, 7)
+    y = np.eye(5)[labels]
+    source = s2s.source(s2s.grad(softmax_cross_entropy), z, y)
+    assert "for _k in range(e.shape[0]):" in source and "[_k]" in source, source
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(s2s.grad(softmax_cross_entropy)(z, y), (p - y) / 7, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(s2s.jit(softmax_cross_entropy)(z, y), softmax_cross_entropy(z, y), rtol=1e-13)
+    for a, b in ((RNG.standard_normal((4, 3)), RNG.standard_normal((4, 5))),  # the column is (4, 1): fused
+                 (RNG.standard_normal((1, 3)), RNG.standard_normal((4, 5)))):  # (1, 1): the unfused statements
+        assert s2s.jit(exp_over_row_sums)(a, b) == pytest.approx(exp_over_row_sums(a, b), rel=1e-13)
+        for k in (0, 1):
+            np.testing.assert_allclose(s2s.grad(exp_over_row_sums, argnums=k)(a, b),
+                                       numerical_grad(exp_over_row_sums, (a, b), k), rtol=1e-6, atol=1e-8)
+    assert "[_k]" in s2s.source(s2s.grad(exp_over_row_sums, argnums=(0, 1)), a, b)
+
+
 def test_a_scalar_sum_does_not_join_a_run_that_reads_the_scalar():
     import gast
     from numba import types

@@ -23,8 +23,12 @@ arrays used after the run:
         s = rt.vm.reduce_add(s, 1.0 / (1.0 + t_i))
     return s
 
-A sum inside a larger expression (``1.0 / np.sum(t)``) is first bound to a
-scalar of its own, so that it ends the run that computes ``t``; a scalar
+A sum inside a larger expression (``1.0 / np.sum(t)``, or of an element-wise
+expression: ``np.log(np.sum(np.exp(x - a)))``) is first bound to a scalar
+of its own, so that it ends the run that computes ``t`` or is a run by
+itself; whole-array ``np.mean``, ``np.var``, ``np.std`` and
+``np.linalg.norm`` of float64 elements are first written as sums
+(:meth:`_Fuser._as_sum`). A scalar
 sum into an existing variable (``v += np.sum(e)``, or the adjoint
 ``v += rt.unbroadcast(e, v)`` of a scalar broadcast over an array) joins a
 run where no statement of the run reads ``v``; and ``v = <number>`` between
@@ -92,6 +96,13 @@ def _fact(spelling: str, fact: str):
     return None if rule is None else getattr(rule, fact)
 
 
+_ROW_REDUCTIONS = {"np.sum", "rt.sum", "np.mean", "rt.mean", "np.max", "np.amax", "rt.amax", "np.min", "np.amin",
+                   "rt.amin"}  # along axis 1 of a matrix with keepdims=True: a column
+_AS_SUMS = {"np.mean", "np.var", "np.std", "np.linalg.norm"}  # whole-array reductions that are sums
+_BOOLEAN = {"np.isnan", "np.isinf", "np.isfinite", "np.signbit", "np.logical_not", "np.logical_and",
+            "np.logical_or", "np.logical_xor", "math.isnan", "math.isinf", "math.isfinite"}  # element-wise, not float
+
+
 def _fill_like(value) -> float | None:
     """The element of a new array shaped like its argument (``np.zeros_like(x)``: 0.0; empty: 0.0), else None."""
     if not isinstance(value, gast.Call) or not _fact(attr_chain(value.func) or "", "like"):
@@ -112,6 +123,7 @@ class _Run:
         self.defined: set[str] = set()  # arrays the run assigns
         self.reductions: set[str] = set()  # scalars the run sums into
         self.aliases: dict[str, str] = {}  # `c = a` of an array the run makes: c -> a (one memory after the run)
+        self.kind: str | None = None  # of a matrix run: "column" ((n, 1) arrays) or "full" (reading columns by row)
 
 
 def fuse(body: list, typemap: dict, namer: Namer, broadcast: bool = False) -> list:
@@ -128,6 +140,7 @@ class _Fuser:
         self.shapes = Shapes(self.array_ndim, self.is_scalar)  # the shape tests known to hold are left out
         self.mirrors: dict[str, str] = {}  # `v = a[::-1]` of a 1-D array, bound before: v -> a
         self.fresh: set[str] = set()  # arrays whose binding made new memory (no other name shares it)
+        self.columns: set[str] = set()  # (n, 1) matrices: a reduction along rows with keepdims, and their kin
 
     def array_ndim(self, var: str) -> int | None:
         t = self.types.get(var)
@@ -166,6 +179,8 @@ class _Fuser:
                     and self.elementwise(expr.args[0], run) and not self._reads_rows(expr.args[0], run)
             if spelling == "rt.unreduce":
                 g, like, axis = expr.args[0], expr.args[1], expr.args[2]
+                if self._columns_apply(run) and self._spreads_column(expr):
+                    return True
                 return isinstance(axis, gast.Constant) and axis.value is None and self.scalar_expr(g, run) \
                     and self.elementwise(like, run) and self._reads_arrays(like)
         return False
@@ -185,6 +200,10 @@ class _Fuser:
             return value in run.defined and base not in run.defined | set(run.inputs) and base in self.fresh \
                 and not any(isinstance(r, gast.AugAssign) for r in run.stmts) \
                 and all(v in self.fresh or self.mirrors.get(v) == base for v in run.read)
+        if self._columns_apply(run):
+            kind = self._kind(s)
+            if kind == "mixed" or run.stmts and kind != run.kind:
+                return False
         bound = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else getattr(s, "target", None)
         if isinstance(bound, gast.Name) and bound.id in set(run.aliases) | set(run.aliases.values()):
             return False  # `c = a` then `a = ...` or `a += ...`: `c` must keep (or see) `a`'s memory
@@ -285,13 +304,17 @@ class _Fuser:
 
     # ---------------------------------------------------------------- runs
     def lift_sums(self, body: list) -> list:
-        """``body`` with each ``np.sum(a)`` of a float64 array inside a larger expression bound first to a
-        scalar (``_sum = np.sum(a)``): as a statement of its own it can join the run that computes ``a``."""
+        """``body`` with each ``np.sum(e)`` inside a larger expression bound first to a scalar
+        (``_sum = np.sum(e)``), where ``e`` is a float64 array or an element-wise float64 expression of arrays
+        and the statement's value is pure: as a statement of its own it can join the run that computes
+        ``e``, or be a run by itself (``return np.log(np.sum(np.exp(x - a))) + a`` sums in one loop, with no
+        array for ``x - a`` or its exponential)."""
         out = []
         for s in body:
             lifted: list = []
-            if isinstance(s, (gast.Assign, gast.AugAssign)) and isinstance(s.value, gast.AST):
-                value = self._lift(copy.deepcopy(s.value), lifted, top=True)
+            if isinstance(s, (gast.Assign, gast.AugAssign, gast.Return)) and isinstance(s.value, gast.AST) \
+                    and pure(s.value):
+                value = self._lift(copy.deepcopy(s.value), lifted, top=not isinstance(s, gast.Return))
                 if lifted:  # a new statement: the caller may fuse the same statements again
                     s = copy.copy(s)
                     s.value = value
@@ -299,19 +322,79 @@ class _Fuser:
         return out
 
     def _lift(self, node, out: list, top: bool = False):
+        node = self._as_sum(node, out)
         for field, value in gast.iter_fields(node):
             if isinstance(value, gast.expr):
                 setattr(node, field, self._lift(value, out))
             elif isinstance(value, list):
                 setattr(node, field, [self._lift(v, out) if isinstance(v, gast.expr) else v for v in value])
         if top or not (isinstance(node, gast.Call) and attr_chain(node.func) == "np.sum" and len(node.args) == 1
-                       and not node.keywords and isinstance(node.args[0], gast.Name)
-                       and getattr(self.types.get(node.args[0].id), "dtype", None) == nbtypes.float64):
+                       and not node.keywords and self._float_elements(node.args[0])):
             return node
         total = self.namer.fresh("_sum")
         self.types[total] = nbtypes.float64
         out.append(assign(total, node))
         return name(total)
+
+    def _as_sum(self, node, out: list):
+        """``node`` written with ``np.sum`` where it is a whole-array mean, variance, standard deviation or
+        2-norm of float64 elements (Numba's own are scalar loops, ``np.mean`` through an iterator):
+        ``np.mean(e)`` is ``np.sum(e) / rt.broadcast_size((a.shape, b.shape))`` of ``e``'s arrays (of one
+        rank); ``np.var(x)`` sums ``(x - m) ** 2`` after ``m = np.sum(x) / x.size`` is bound first, as NumPy
+        computes it; ``np.std(x)`` is its square root; ``np.linalg.norm(x)`` is ``np.sqrt(np.sum(x * x))``
+        (NumPy's ``sqrt(dot(x, x))``)."""
+        spelling = attr_chain(node.func) if isinstance(node, gast.Call) else None
+        if spelling not in _AS_SUMS or len(node.args) != 1 or node.keywords or not self._float_elements(node.args[0]):
+            return node
+        (arg,) = node.args
+        if spelling == "np.mean":
+            arrays = list(dict.fromkeys(n.id for n in gast.walk(arg) if isinstance(n, gast.Name)
+                                        and self.array_ndim(n.id) is not None))
+            if len({self.array_ndim(a) for a in arrays}) != 1:
+                return node  # arrays of several ranks: their broadcast size is not worth spelling out
+            shapes = gast.Tuple(elts=[_attr(a, "shape") for a in arrays], ctx=gast.Load())
+            size = _attr(arrays[0], "size") if len(arrays) == 1 else call("rt.broadcast_size", shapes)
+            return gast.BinOp(left=call("np.sum", arg), op=gast.Div(), right=size)
+        if spelling == "np.linalg.norm":
+            if not isinstance(arg, gast.Name):
+                return node
+            return call("np.sqrt", call("np.sum", gast.BinOp(left=name(arg.id), op=gast.Mult(), right=name(arg.id))))
+        if not isinstance(arg, gast.Name):  # np.var, np.std: the array is read twice, so it must be one
+            return node
+        mean = self.namer.fresh("_mean")
+        self.types[mean] = nbtypes.float64
+        out.append(assign(mean, self._lift(call("np.mean", name(arg.id)), out)))
+        deviation = gast.BinOp(left=name(arg.id), op=gast.Sub(), right=name(mean))
+        variance = gast.BinOp(left=call("np.sum", gast.BinOp(left=deviation, op=gast.Pow(), right=const(2))),
+                              op=gast.Div(), right=_attr(arg.id, "size"))
+        return variance if spelling == "np.var" else call("np.sqrt", variance)
+
+    def _float_elements(self, expr) -> bool:
+        """Whether ``expr`` is a float64 array, or arithmetic and element-wise calls of float64 arrays and
+        numbers that reads at least one array (its elements are float64, as its sum)."""
+        arrays = [n.id for n in gast.walk(expr) if isinstance(n, gast.Name) and self.array_ndim(n.id) is not None]
+        return bool(arrays) and all(getattr(self.types.get(v), "dtype", None) == nbtypes.float64 for v in arrays) \
+            and self._arithmetic(expr, lambda v: v in arrays)
+
+    def _arithmetic(self, expr, array, other=None) -> bool:
+        """Whether ``expr`` is numbers, scalars and the arrays ``array`` accepts, under arithmetic and
+        element-wise calls that give numbers (not ``np.isnan``'s booleans), and the other calls ``other``
+        accepts."""
+        if isinstance(expr, gast.Name):
+            return self.is_scalar(expr.id) or array(expr.id)
+        if isinstance(expr, gast.Constant):
+            return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+        if isinstance(expr, gast.BinOp):
+            return not isinstance(expr.op, gast.MatMult) and self._arithmetic(expr.left, array, other) \
+                and self._arithmetic(expr.right, array, other)
+        if isinstance(expr, gast.UnaryOp):
+            return isinstance(expr.op, (gast.USub, gast.UAdd)) and self._arithmetic(expr.operand, array, other)
+        if isinstance(expr, gast.Call) and not expr.keywords:
+            spelling = attr_chain(expr.func) or ""
+            if not _fact(spelling, "elementwise"):
+                return other is not None and other(expr)
+            return spelling not in _BOOLEAN and all(self._arithmetic(a, array, other) for a in expr.args)
+        return False
 
     def sink(self, body: list) -> list:
         """``body`` with each assignment of a new array (a pure value, not a view) moved down to just before
@@ -425,11 +508,78 @@ class _Fuser:
         for v in [v for v, a in self.mirrors.items() if v in stored or a in stored]:
             del self.mirrors[v]
         self.fresh -= stored
+        self.columns -= stored
         base = self._mirror_of(s)
         if base is not None:
             self.mirrors[s.targets[0].id] = base
         elif isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and fresh(s.value):
             self.fresh.add(s.targets[0].id)
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                and self.array_ndim(s.targets[0].id) == 2 and self._makes_column(s.value):
+            self.columns.add(s.targets[0].id)
+
+    def _makes_column(self, value) -> bool:
+        """Whether ``value`` is an ``(n, 1)`` matrix wherever it is one of ``(n, m)``: a sum, mean, max or min
+        along the rows with ``keepdims=True``, ``rt.unbroadcast(g, c)`` to such a column ``c``, or element-wise
+        arithmetic of columns and numbers (the fusion pass reads a column at the row's index)."""
+        if isinstance(value, gast.Call) and (attr_chain(value.func) or "") in _ROW_REDUCTIONS:
+            rule = lookup_spelling(attr_chain(value.func))
+            bound = rule.bind(value.args, {k.arg: k.value for k in value.keywords}) if rule is not None else None
+            return bound is not None and isinstance(bound["a"], gast.Name) and self.array_ndim(bound["a"].id) == 2 \
+                and _constant(bound["axis"]) in (1, -1) \
+                and isinstance(bound["keepdims"], gast.Constant) and bound["keepdims"].value is True
+        if isinstance(value, gast.Call) and attr_chain(value.func) == "rt.unbroadcast" and len(value.args) == 2:
+            return isinstance(value.args[1], gast.Name) and value.args[1].id in self.columns
+        arrays = [n.id for n in gast.walk(value) if isinstance(n, gast.Name) and self.array_ndim(n.id) is not None]
+        return bool(arrays) and all(v in self.columns for v in arrays) \
+            and self._arithmetic(value, lambda v: v in self.columns)
+
+    def _columns_apply(self, run: _Run) -> bool:
+        """Whether ``run`` may read ``(n, 1)`` columns by row: a matrix run outside forward mode's rows."""
+        return run.ndim == 2 and not run.broadcast
+
+    def _kind(self, s) -> str:
+        """What statement ``s`` of a matrix run makes: ``"column"`` where every matrix it names is a column,
+        ``"full"`` where none is, or where it is element-wise arithmetic of matrices that reads columns by
+        row (``e = np.exp(z - m)`` of a column ``m``; ``rt.unreduce(c, e, 1, True)`` spreads a column
+        ``c``), and ``"mixed"`` otherwise (it does not fuse)."""
+        matrices = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and self.array_ndim(n.id) == 2}
+        columns = matrices & self.columns
+        if not columns:
+            return "full"
+        if columns == matrices:
+            return "column"
+        target = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else getattr(s, "target", None)
+        if not isinstance(target, gast.Name) or target.id in self.columns:
+            return "mixed"
+        value = s.value
+        if self.is_scalar(target.id):  # a sum: `t = np.sum(e)` or `t += np.sum(e)`
+            value = self._summed(value)
+        reads_full = any(isinstance(n, gast.Name) and self.array_ndim(n.id) == 2 and n.id not in self.columns
+                         for n in gast.walk(value)) if value is not None else False
+        return "full" if reads_full and self._spreads(value) else "mixed"
+
+    def _spreads(self, expr) -> bool:
+        """Whether ``expr`` is numbers, scalars and matrices under arithmetic, element-wise calls and
+        ``rt.unreduce`` of columns along the rows: its value has the full matrices' shape."""
+        return self._arithmetic(expr, lambda v: self.array_ndim(v) == 2, other=self._spreads_column)
+
+    def _spreads_column(self, call) -> bool:
+        """Whether ``call`` is ``rt.unreduce(g, x, 1, True)`` of a matrix ``x`` and ``g`` arithmetic of
+        columns (each row of the result is ``g``'s element of that row), or the identity
+        ``rt.unbroadcast(e, x)`` of a full ``e`` (see :meth:`_spreads`)."""
+        spelling = attr_chain(call.func) or ""
+        if _fact(spelling, "passes_through") and len(call.args) == 2 and not call.keywords:
+            like = call.args[1]
+            return isinstance(like, gast.Name) and self.array_ndim(like.id) == 2 and like.id not in self.columns \
+                and self._spreads(call.args[0])
+        if spelling != "rt.unreduce" or len(call.args) != 4 or call.keywords:
+            return False
+        g, x, axis, keepdims = call.args
+        return isinstance(x, gast.Name) and self.array_ndim(x.id) == 2 and x.id not in self.columns \
+            and _constant(axis) in (1, -1) and isinstance(keepdims, gast.Constant) and keepdims.value is True \
+            and any(isinstance(n, gast.Name) and n.id in self.columns for n in gast.walk(g)) \
+            and self._arithmetic(g, lambda v: v in self.columns)
 
     def _drop_identities(self, s) -> None:
         """``rt.unbroadcast(a, like)`` and ``rt.broadcast_like(a, like)`` in ``s`` become ``a`` where the
@@ -450,6 +600,8 @@ class _Fuser:
         _Drop().visit(s)
 
     def _add(self, s, run: _Run) -> None:
+        if run.kind is None:
+            run.kind = self._kind(s) if self._columns_apply(run) else "full"
         run.stmts.append(s)
         if self._reversed_write(s) is not None:
             return  # what it reads, the run made
@@ -470,7 +622,8 @@ class _Fuser:
 
     def _worth(self, run: _Run) -> bool:
         """A run pays when it saves at least one array pass: two statements, or a sum of an expression."""
-        if not any(self.array_ndim(v) == run.ndim for v in run.inputs):
+        if not any(self.array_ndim(v) == run.ndim and (run.kind != "full" or v not in self.columns)
+                   for v in run.inputs):
             return False
         if len(run.stmts) > 1:
             return True
@@ -487,10 +640,11 @@ class _Fuser:
         """
         later = {n.id for s in rest for n in gast.walk(s) if isinstance(n, gast.Name)}
         bases = self._take_bases(run, later, out)  # input → its definition, computed in the loop
-        full = [v for v in run.inputs if self.array_ndim(v) == run.ndim and v not in bases]
+        columns = [v for v in run.inputs if v in self.columns] if run.kind == "full" else []  # read by row
+        full = [v for v in run.inputs if self.array_ndim(v) == run.ndim and v not in bases and v not in columns]
         rows = [v for v in run.inputs if self.array_ndim(v) == run.ndim - 1]  # broadcast along the leading axis
         spaces = [b.value.args[2].id for b in bases.values()]  # the arrays the bases' rows are shaped like
-        nested = bool(rows or bases)
+        nested = bool(rows or bases or columns)
         index = self.namer.fresh("_i")
         outer, inner = (self.namer.fresh("_k"), self.namer.fresh("_j")) if nested else (None, index)
         flat = {v: self.namer.fresh(f"_{v}") for v in run.inputs if v not in bases}
@@ -520,7 +674,7 @@ class _Fuser:
                     unit = gast.Compare(left=name(outer), ops=[gast.Eq()], comparators=[at])
                     body.append(assign(elem(var), gast.IfExp(test=unit, body=const(1.0), orelse=const(0.0))))
                     return
-                at = name(inner if var in rows else index)
+                at = name(outer if var in columns else inner if var in rows else index)
                 if var in mirrored:  # element i of a[::-1] is a[a.size - 1 - i]
                     last = gast.BinOp(left=_attr(mirrored[var], "size"), op=gast.Sub(), right=const(1))
                     at = gast.BinOp(left=last, op=gast.Sub(), right=at)
@@ -538,8 +692,8 @@ class _Fuser:
                 spelling = attr_chain(node.func) or ""
                 if _fact(spelling, "passes_through"):
                     return inner.visit(node.args[0])
-                if spelling == "rt.unreduce":
-                    return copy.deepcopy(node.args[0])
+                if spelling == "rt.unreduce":  # a number, or a column's element of this row
+                    return inner.visit(copy.deepcopy(node.args[0]))
                 inner.generic_visit(node)
                 if spelling in ("np.where", "numpy.where") and len(node.args) == 3 and not node.keywords:
                     # of scalars Numba's np.where gives a 0-d array: the element is a conditional expression
@@ -589,7 +743,8 @@ class _Fuser:
             lead = copy.deepcopy(count)
             shape = gast.BinOp(left=gast.Tuple(elts=[copy.deepcopy(count)], ctx=gast.Load()), op=gast.Add(),
                                right=_attr(space.id, "shape"))
-        row = _attr((rows + spaces)[0], "size") if nested else None
+        row = _attr((rows + spaces)[0], "size") if rows or spaces else \
+            gast.Subscript(value=_attr(full[0], "shape"), slice=const(1), ctx=gast.Load()) if columns else None
         jacobian = self._jacobian_use(run, rest, outputs, bases, full)
         orelse = [copy.deepcopy(d) for d in reversed(bases.values())] + copy.deepcopy(run.stmts)
         if jacobian is not None:  # the loop writes the Jacobian block (out.shape + x.shape) row by row
@@ -636,8 +791,9 @@ class _Fuser:
         elif nested:  # for _k in range(lead): for _j in range(row): _i = _k * row + _j
             at = assign(index, gast.BinOp(left=gast.BinOp(left=name(outer), op=gast.Mult(), right=row),
                                           op=gast.Add(), right=name(inner)))
-            floats = all(isinstance(self.types.get(v), nbtypes.Array) and self.types[v].dtype == nbtypes.float64
-                         for v in run.inputs if v not in bases)
+            floats = not columns and all(isinstance(self.types.get(v), nbtypes.Array)
+                                         and self.types[v].dtype == nbtypes.float64
+                                         for v in run.inputs if v not in bases)
             row_pass, loop_body, arrays = _row_values(loop_body, {outer, index}, inner, self.namer) if floats \
                 else ([], loop_body, [])
             if arrays:  # the costly values that do not change with the direction: one pass over the row first
@@ -656,6 +812,9 @@ class _Fuser:
                                                                                        step=None), ctx=gast.Load())
             checks += [_shape_equal(copy.deepcopy(row_shape), v) for v in rows + spaces
                        if not shapes.rows_of(full[0], v)]
+            lead_and_one = gast.Tuple(elts=[copy.deepcopy(lead), const(1)], ctx=gast.Load())
+            checks += [gast.Compare(left=_attr(v, "shape"), ops=[gast.Eq()], comparators=[copy.deepcopy(lead_and_one)])
+                       for v in columns]
         else:
             checks += [_shape_equal(_attr(v, "shape"), (rows + spaces)[0]) for v in (rows + spaces)[1:]
                        if not shapes.same(v, (rows + spaces)[0])]
@@ -843,6 +1002,12 @@ def _row_values(body: list, outer: set[str], inner: str, namer: Namer) -> tuple[
 def _shape_equal(shape, var: str) -> gast.Compare:
     """``shape == var.shape``."""
     return gast.Compare(left=shape, ops=[gast.Eq()], comparators=[_attr(var, "shape")])
+
+
+def _constant(node):
+    """The int or float ``node`` spells, else None."""
+    value = node.value if isinstance(node, gast.Constant) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _attr(var: str, attr: str) -> gast.Attribute:
