@@ -82,3 +82,31 @@ def test_an_array_expression_is_not_moved_past_a_call_that_writes_into_the_array
     want = read_then_write(x.copy())
     got = s2s.jit(read_then_write, target=target)(x.copy())
     assert got == pytest.approx(want, rel=1e-12) and want == pytest.approx(6.0 + np.sin(5.0) + 2 * np.sin(1.0))
+
+
+def test_a_temporary_is_not_inlined_past_an_update_of_it():
+    """``_t1_adj = c_adj; _t1_adj += b_adj; s = _t1_adj * 2.0``: the read after the update is not the
+    first value (the inliner read ``s = c_adj * 2.0``, and ``b = c = x`` lost one of its two adjoints)."""
+    out = _simplified("_t1_adj = c_adj\n_t1_adj += b_adj\ns_adj = _t1_adj * 2.0\nreturn s_adj")
+    assert "b_adj" in out and "s_adj = c_adj * 2.0" not in out, out
+
+
+def chained_scalar(s):
+    b = c = s * 2.0
+    return b + c
+
+
+def chained_array(x):
+    b = c = x * 2.0
+    b = b + 1.0
+    return np.sum(b * c)
+
+
+def test_chained_assignments_keep_both_adjoints():
+    for target in ("cpu", "python"):
+        assert s2s.grad(chained_scalar, target=target)(0.7) == pytest.approx(4.0, rel=1e-14)
+        x = np.array([0.7, 0.3, -1.1])
+        np.testing.assert_allclose(s2s.grad(chained_array, target=target)(x), 8 * x + 2, rtol=1e-13)
+        value, grad = s2s.value_and_grad(chained_array, target=target)(x)
+        assert value == pytest.approx(chained_array(x)) and np.allclose(grad, 8 * x + 2)
+    np.testing.assert_allclose(s2s.hessian(chained_array)(x), 8 * np.eye(3), atol=1e-12)

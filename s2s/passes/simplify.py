@@ -324,8 +324,8 @@ def _inline(block, counts, facts: _Facts, scalars) -> bool:
                 inlined = replace.done
                 facts.changed(user)
                 break
-            if operands & facts.writes(user):
-                break
+            if operands & facts.writes(user) or target in facts.writes(user):
+                break  # an operand changes, or the temporary does (`_t1_adj += e` reads it, uncounted)
         if inlined:
             del block[k]
             facts.changed()
