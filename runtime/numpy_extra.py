@@ -28,7 +28,7 @@ from .reductions import _is_none, _norm_axis, _shape_one, mean
 __all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod_jvp", "cumprod_vjp", "cumprod_hvp",
            "cumprod_vjp_jvp", "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp",
            "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff", "pair_diff_vjp",
-           "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d", "polyval_vjp_p"]
+           "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d", "polyval_vjp_p", "int_power"]
 
 
 @register_jitable
@@ -588,3 +588,17 @@ def _polyval_vjp_p_nb(g, p, x, k):
     flat_g = _flat_of if isinstance(g, types.Array) else _flat_of_number
     flat_x = _flat_of if isinstance(x, types.Array) else _flat_of_number
     return lambda g, p, x, k: _polyval_vjp_p_flat(flat_g(g), p, flat_x(x), k)
+
+
+@register_jitable
+def int_power(a, b):
+    """``a ** b`` of two integers, where compiled code keeps integers: a negative ``b`` raises (Python's
+    ``2 ** -1`` is the float 0.5, Numba's the integer 0).
+
+    >>> int_power(2, 10)
+    1024
+    """
+    if b < 0:
+        raise ValueError("s2s: an integer to a negative integer power is a float in Python, and compiled "
+                         "integers stay integers: write float(a) ** b")
+    return a ** b

@@ -14,7 +14,7 @@ the source after every pass of every stage::
     reverse     simplify → fuse → tapes                        (a grad, vjp or jacrev entry)
     callee vjp  simplify → fuse → tapes                        (the vjp of a called function)
     forward     simplify → fuse (with broadcast rows)          (a jvp or jacfwd entry, a callee's jvp)
-    finish      vector math → bounds                           (every function of a compiled module)
+    finish      integer powers → vector math → bounds          (every function of a compiled module)
     then s2s.vmap batches a compiled entry (s2s.batching parses its module back into gast):
     batch       decide shape tests → into variant              (the per-example entry of a vmap)
     kernel      device function → device spellings            (each function a CUDA kernel reaches)
@@ -44,6 +44,7 @@ from .passes import (
     fence,
     flatten,
     fuse,
+    integer_powers,
     into,
     lift,
     none_params,
@@ -240,7 +241,8 @@ STAGES: dict[str, list[Pass]] = {
     "reverse": [_SIMPLIFY, _FUSE, _TAPES],
     "callee vjp": [_SIMPLIFY, _FUSE, _TAPES],
     "forward": [_SIMPLIFY, _FUSE_BROADCAST],
-    "finish": [Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
+    "finish": [Pass("integer powers", lambda fn, ctx: integer_powers.integer_powers(fn)),
+               Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
                     if ctx.vector_math else fn),
                Pass("bounds", lambda fn, ctx: bounds.check_bounds(fn) if ctx.check_bounds else fn)],
     "batch": [Pass("decide shape tests", into.decide_shape_tests), Pass("into variant", into.into_variant)],

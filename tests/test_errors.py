@@ -104,6 +104,22 @@ def test_a_list_argument_used_as_an_array_says_it_is_a_pytree():
     assert_located(info.value, weighted, line_of(weighted, "<- list as a value"))
 
 
+def writes_through_out(x):
+    y = np.zeros(x.size)
+    np.multiply(x, x, out=y)  # <- out
+    return np.sum(y * x)
+
+
+@targets
+def test_an_out_argument_is_refused_where_it_is_written(target):
+    """``np.multiply(x, x, out=y)`` writes ``y`` behind the derivative rules' back: ``target="python"``
+    differentiated ``y`` as a constant (a third of the gradient) and the compiled target did not compile."""
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(writes_through_out, target=target)(X)
+    assert "`out=` argument of `np.multiply`" in str(info.value) and "y[...] = np.multiply" in str(info.value)
+    assert_located(info.value, writes_through_out, line_of(writes_through_out, "<- out"))
+
+
 def unsupported_in_helper(y):
     return sum({v for v in y})  # <- construct
 

@@ -297,3 +297,40 @@ def test_unsupported_forms_are_located_errors(fn, construct):
     assert construct in str(info.value)
     where = replace_item if fn is f_record_replaced_by_callee else fn
     assert info.value.lineno == line_of(where, "<- construct")
+
+
+def halving_sum(x):
+    s = 0.0
+    for i in range(4):
+        s += x * 2 ** (-i) + x ** 2 * pow(3, i)
+    return s
+
+
+def test_an_integer_to_a_negative_integer_power_is_not_a_silent_zero():
+    """Python's ``2 ** -1`` is 0.5; Numba's is the integer 0, so compiled code summed ``x`` once instead of
+    ``x * 1.875``. Compiled, a possibly negative integer exponent raises a clear error; Python's target
+    computes Python's value; non-negative integer powers (``pow(3, i)``) stay integers and right."""
+    with pytest.raises(ValueError, match="negative integer power"):
+        s2s.jit(halving_sum)(1.5)
+    with pytest.raises(ValueError, match="negative integer power"):
+        s2s.grad(halving_sum)(1.5)
+    assert s2s.grad(halving_sum, target="python")(1.5) == pytest.approx(1.875 + 2 * 1.5 * 40, rel=1e-14)
+    assert s2s.jit(lambda x, k: x * pow(2, k) + 3 ** k)(1.5, 3) == 1.5 * 8 + 27
+
+
+def default_kept_at_definition(x):
+    a = x[0]
+
+    def scaled(v, a=a):  # the default is x[0]: Python evaluates it here, not at the call
+        return v * a
+
+    a = x[1] * 5.0
+    return scaled(x[2]) + a
+
+
+@targets
+def test_a_nested_default_is_the_value_at_the_definition(target):
+    x = np.array([0.5, 0.7, 0.9])
+    assert s2s.jit(default_kept_at_definition, target=target)(x) == pytest.approx(0.45 + 3.5)
+    np.testing.assert_allclose(s2s.grad(default_kept_at_definition, target=target)(x), [0.9, 5.0, 0.5],
+                               rtol=1e-14)

@@ -20,7 +20,10 @@ becomes ``outer_g(a, x)``, which reads ``x`` when called, as a closure does:
         return x * y
 
 Nested functions must be defined at the top level of the function body,
-before they are called, and be used only by calling them.
+before they are called, and be used only by calling them. A default that
+reads the enclosing function's locals (``def g(v, a=a)``) is evaluated where
+``g`` is defined, as in Python: ``_g_default1 = a`` there, and calls pass
+``_g_default1``.
 """
 
 from __future__ import annotations
@@ -66,8 +69,18 @@ def lift(fn: gast.FunctionDef, locals_: set[str], name_for, unsupported) -> list
             raise unsupported("a function defined inside a loop or branch", s)
     if not nested:
         return []
-    lifted, calls = [], {}
+    lifted, calls, snapshots = [], {}, {}
     enclosing = locals_ - {g.name for g in nested}
+    for g in nested:  # a default is evaluated where the function is defined: keep that value in a name of its own
+        snapshots[id(g)] = []
+        for field in ("defaults", "kw_defaults"):
+            values = getattr(g.args, field)
+            for k, value in enumerate(values):
+                if value is not None and names_read(value) & enclosing:
+                    kept = f"_{g.name}_default{len(snapshots[id(g)]) + 1}"
+                    snapshots[id(g)].append(gast.Assign(targets=[name(kept, store=True)], value=value,
+                                                        type_comment=None))
+                    values[k] = name(kept)
     free = sorted(set().union(*[(names_read(g) - local_names(g)) & enclosing for g in nested]))
     for g in nested:
         new_name = name_for(g)
@@ -76,7 +89,7 @@ def lift(fn: gast.FunctionDef, locals_: set[str], name_for, unsupported) -> list
         for a in g.args.args[-len(free):] if free else []:
             a.ctx = gast.Param()
         lifted.append((g, new_name))
-    fn.body = [s for s in fn.body if s not in nested]
+    fn.body = [t for s in fn.body for t in (snapshots[id(s)] if s in nested else [s])]
     rewriter = _Calls(calls, unsupported)
     for g, new_name in lifted:
         g.name = new_name

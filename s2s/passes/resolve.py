@@ -231,6 +231,10 @@ class _Resolver(gast.NodeTransformer):
         if is_user_function(obj):
             self._bind(node, obj)
         else:
+            if any(k.arg == "out" and not (isinstance(k.value, gast.Constant) and k.value.value is None)
+                   for k in node.keywords):  # a write into an argument no derivative rule follows
+                raise self._unsupported(f"the `out=` argument of `{attr_chain(func)}`",
+                                        hint=f"assign its result instead: `y[...] = {attr_chain(func)}(...)`")
             self._pack_containers(node, attr_chain(func))
         node.func = located(self.callee(obj, node, getattr(node, "s2s_structures", None)), func)
         rule = lookup(getattr(obj, "py_func", obj))
