@@ -25,7 +25,7 @@ import gast
 from . import ir, pipeline
 from .custom import custom_jvp, custom_vjp
 from .frontend import Source, wrap_call
-from .naming import Namer
+from .naming import RESERVED, Namer
 from .passes import lift
 
 __all__ = ["Program"]
@@ -67,6 +67,12 @@ class Program(ir.Program):
                                entry=key == getattr(self, "_entry_key", None))
         node = pipeline.run("front", node, ctx)
         ctx.namer = Namer(lift.local_names(node) | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)})
+        params = {a.id for a in node.args.args}
+        for local in sorted((lift.local_names(node) - params) & RESERVED):  # `rt = 0.5` would hide the runtime
+            renamed = ctx.namer.fresh(f"{local}_")
+            for n in gast.walk(node):
+                if isinstance(n, gast.Name) and n.id == local:
+                    n.id = renamed
         node = pipeline.run("normalise", node, ctx)
         function = ir.Function(src, module_name, node, ctx.namer, [a.id for a in node.args.args])
         self.functions[key] = function

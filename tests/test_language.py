@@ -334,3 +334,29 @@ def test_a_nested_default_is_the_value_at_the_definition(target):
     assert s2s.jit(default_kept_at_definition, target=target)(x) == pytest.approx(0.45 + 3.5)
     np.testing.assert_allclose(s2s.grad(default_kept_at_definition, target=target)(x), [0.9, 5.0, 0.5],
                                rtol=1e-14)
+
+
+def local_named_rt(x):
+    rt = 0.5  # the name generated code gives the runtime
+    return np.sum(x * rt) ** 2
+
+
+def inverse_squares(x):
+    return np.sum(x ** -2) + 2 ** -1
+
+
+@targets
+def test_a_local_named_like_a_module_of_generated_code(target):
+    x = np.array([0.5, 1.0, 2.0])
+    assert s2s.jit(local_named_rt, target=target)(x) == pytest.approx(local_named_rt(x))
+    np.testing.assert_allclose(s2s.grad(local_named_rt, target=target)(x), np.full(3, np.sum(x) * 0.5))
+
+
+def test_a_negative_integer_literal_power_is_numpy_s():
+    """``x ** -2`` at 0.0 is inf (Numba's integer power raised ZeroDivisionError) and ``2 ** -1`` is 0.5."""
+    x = np.array([0.0, 1.0, 2.0])
+    with np.errstate(divide="ignore"):
+        assert s2s.jit(inverse_squares)(x) == inverse_squares(x) == np.inf
+    y = np.array([0.5, 1.0, 2.0])
+    assert s2s.jit(inverse_squares)(y) == pytest.approx(inverse_squares(y), rel=1e-15)
+    np.testing.assert_allclose(s2s.grad(inverse_squares)(y), -2 * y ** -3, rtol=1e-14)

@@ -6,8 +6,10 @@ error. Where the function's types (``fn.s2s_types``) say both operands of
 ``a ** b`` (or ``pow(a, b)``) are integers and ``b`` is not a literal
 ``0, 1, 2, ...``, the power becomes ``rt.int_power(a, b)``, which raises
 for a negative exponent (the message says to write ``float(a) ** b``) and is
-``a ** b`` otherwise. The pass runs on compiled modules only; Python's own
-``**`` is right.
+``a ** b`` otherwise. A power to a negative integer literal, ``x ** -2``,
+becomes ``1.0 / x ** 2``: Python's float for an integer ``x``, and inf at
+``0.0`` as NumPy gives (Numba's own raises ``ZeroDivisionError``). The pass
+runs on compiled modules only; Python's own ``**`` is right.
 
     >>> import gast
     >>> from numba.core import types
@@ -41,7 +43,11 @@ def integer_powers(fn: gast.FunctionDef) -> gast.FunctionDef:
         return isinstance(node, gast.Name) and isinstance(typemap.get(node.id), types.Integer)
 
     def checked(base, exponent):
-        natural = isinstance(exponent, gast.Constant) and type(exponent.value) is int and exponent.value >= 0
+        literal = exponent.value if isinstance(exponent, gast.Constant) and type(exponent.value) is int else None
+        if literal is not None and literal < 0:  # 1 / x ** k: Python's float, and inf at 0.0 as in NumPy
+            power = gast.BinOp(left=base, op=gast.Pow(), right=gast.Constant(value=-literal, kind=None))
+            return gast.BinOp(left=gast.Constant(value=1.0, kind=None), op=gast.Div(), right=power)
+        natural = literal is not None and literal >= 0
         return None if natural or not (integer(base) and integer(exponent)) else call("rt.int_power", base, exponent)
 
     class _Powers(gast.NodeTransformer):
