@@ -96,6 +96,7 @@ def test_bench_cache_quick(tmp_path):
 @pytest.mark.parametrize("script, printed", [
     ("bench_loops.py", ("L1: s2s", "L2: s2s")),
     ("bench_vectorised.py", ("s2s V1 vectorised: primal", "s2s V2 loop: primal")),
+    ("bench_reductions.py", ("R1 softmax_cross_entropy: primal", "R4 mse_and_spread: primal")),
 ])
 def test_bench_quick_rows(script, printed):
     result = subprocess.run([sys.executable, str(SCRIPT.parent / script), "--quick", "--repeats", "3"],

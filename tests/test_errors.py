@@ -120,6 +120,21 @@ def test_an_out_argument_is_refused_where_it_is_written(target):
     assert_located(info.value, writes_through_out, line_of(writes_through_out, "<- out"))
 
 
+def unpacks_columns(p):
+    u, v = p.T  # <- unpack
+    return np.sum(u * v)
+
+
+def test_unpacking_an_array_into_names_is_refused_in_reverse_mode():
+    """``u, v = p.T`` raised an AttributeError from inside s2s under ``grad`` (``jit`` runs it)."""
+    p = np.arange(1.0, 7.0).reshape(3, 2)
+    assert s2s.jit(unpacks_columns)(p) == unpacks_columns(p)
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(unpacks_columns)(p)
+    assert "unpacking an array into names" in str(info.value)
+    assert_located(info.value, unpacks_columns, line_of(unpacks_columns, "<- unpack"))
+
+
 def unsupported_in_helper(y):
     return sum({v for v in y})  # <- construct
 

@@ -365,6 +365,9 @@ class ReverseTransform:
                 return [Contribution(v.id, expr)]
             return []
         if isinstance(target, gast.Tuple):
+            if isinstance(value, gast.Call) and not isinstance(value.func, gast.Name):  # `u, v = P.T`
+                raise self.fn.unsupported("unpacking an array into names", s,
+                                          hint="index it instead: `u = a[0]; v = a[1]`")
             return self._call_contributions(s, build)
         z = target.id
         if isinstance(value, gast.Name):
