@@ -135,6 +135,19 @@ def test_unpacking_an_array_into_names_is_refused_in_reverse_mode():
     assert_located(info.value, unpacks_columns, line_of(unpacks_columns, "<- unpack"))
 
 
+def squeezes(a):
+    return np.sum(np.squeeze(a) ** 2)  # <- squeeze
+
+
+def test_squeeze_without_an_axis_is_refused_at_its_line():
+    """The rank of ``np.squeeze(a)`` is known only at run time: a raw NotImplementedError came from the
+    runtime, with no line."""
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(squeezes)(np.ones((3, 1)))
+    assert "pass the axis" in str(info.value)
+    assert_located(info.value, squeezes, line_of(squeezes, "<- squeeze"))
+
+
 def unsupported_in_helper(y):
     return sum({v for v in y})  # <- construct
 

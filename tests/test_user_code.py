@@ -368,3 +368,20 @@ def test_np_tile_compiles_and_differentiates():
     assert s2s.jit(tiled)(X3) == pytest.approx(tiled(X3), rel=1e-12)
     assert_grads(tiled, (X3,))
     np.testing.assert_allclose(s2s.jacfwd(tiled)(X3), numerical_grad(tiled, (X3,), 0), rtol=1e-7, atol=1e-9)
+
+
+def lu_in_place(a):
+    u = a.copy()
+    for i in range(u.shape[0]):
+        u[i + 1:, i] /= u[i, i]  # a column slice (1-D) and a block (2-D) of one array, overwritten in a loop
+        u[i + 1:, i + 1:] -= np.outer(u[i + 1:, i], u[i, i + 1:])
+    return np.sum(np.log(np.abs(np.diag(u)))) + np.sum(np.tril(u, -1) ** 2)
+
+
+@targets
+def test_an_in_place_lu_factorisation_overwrites_slices_of_two_ranks(target):
+    """The reverse sweep restores what each write overwrote; 1-D and 2-D pieces of one array went on one
+    list, which Numba cannot type (a CompileError): each rank has its own."""
+    a = np.random.default_rng(4).standard_normal((4, 4)) + 4 * np.eye(4)
+    np.testing.assert_allclose(s2s.grad(lu_in_place, target=target)(a), numerical_grad(lu_in_place, (a,), 0),
+                               rtol=1e-6, atol=1e-8)

@@ -723,7 +723,9 @@ class ReverseTransform:
             element = gast.Subscript(value=name(base), slice=copy.deepcopy(target.slice), ctx=gast.Load())
             is_scalar = not isinstance(self._element_type(s), types.Array)
             saved = element if is_scalar else call(gast.Attribute(value=element, attr="copy", ctx=gast.Load()))
-            tape = self.namer.derived(base, "saved" if is_scalar else "saved_slices")
+            rank = 0 if is_scalar else self._element_type(s).ndim  # one tape per rank: a list holds one type
+            tape = self.namer.derived(base, "saved" if is_scalar else "saved_slices" if rank == 1
+                                      else f"saved_slices_{rank}d")
             push = gast.Expr(value=call(gast.Attribute(value=name(tape), attr="append", ctx=gast.Load()), saved))
             restore = gast.Assign(targets=[copy.deepcopy(target)],
                                   value=call(gast.Attribute(value=name(tape), attr="pop", ctx=gast.Load())),

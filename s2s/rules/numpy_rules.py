@@ -134,7 +134,15 @@ defrule(np.reshape, "a, newshape", nondiff=("newshape",), view=True,
         jvp="np.reshape(np.ascontiguousarray(a_dot), newshape)",
         vjp="rt.reshape_like(z_adj, a)")
 defrule(np.ravel, "a", view=True, jvp="np.ravel(a_dot)", vjp="rt.reshape_like(z_adj, a)")
-defrule(np.squeeze, "a, axis=None", nondiff=("axis",), view=True, impl="rt.squeeze",
+def _squeeze_check(bound: dict) -> str | None:
+    """``np.squeeze`` needs its axis: without it the rank of the result is known only at run time."""
+    import gast
+
+    axis = bound["axis"]
+    return "pass the axis to squeeze (`axis=1`)" if isinstance(axis, gast.Constant) and axis.value is None else None
+
+
+defrule(np.squeeze, "a, axis=None", nondiff=("axis",), view=True, impl="rt.squeeze", check=_squeeze_check,
         jvp="rt.squeeze(a_dot, axis)", vjp="rt.reshape_like(z_adj, a)")
 defrule(np.expand_dims, "a, axis", nondiff=("axis",), view=True, jvp="np.expand_dims(a_dot, axis)",
         vjp="rt.reshape_like(z_adj, a)")
