@@ -148,6 +148,33 @@ def test_squeeze_without_an_axis_is_refused_at_its_line():
     assert_located(info.value, squeezes, line_of(squeezes, "<- squeeze"))
 
 
+def moments_of(x):
+    return np.mean(x), np.mean(x * x)
+
+
+def keeps_the_tuple(x):
+    t = moments_of(x)  # <- tuple
+    return t[1] - t[0] ** 2
+
+
+def test_a_tuple_result_kept_in_one_name_is_refused_in_reverse_mode():
+    """``t = f(x); t[0]`` of a function returning a tuple was a CompileError inside the generated gradient."""
+    x = np.array([0.5, 1.0, 2.0])
+    assert s2s.jit(keeps_the_tuple)(x) == pytest.approx(keeps_the_tuple(x))
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(keeps_the_tuple)(x)
+    assert "unpack it where it is returned" in str(info.value)
+    assert_located(info.value, keeps_the_tuple, line_of(keeps_the_tuple, "<- tuple"))
+    first, second = s2s.jacrev(returns_the_tuple)(x)  # a kept tuple only returned is differentiated
+    np.testing.assert_allclose(first, np.full(3, 1 / 3), rtol=1e-14)
+    np.testing.assert_allclose(second, 2 * x / 3, rtol=1e-14)
+
+
+def returns_the_tuple(x):
+    t = moments_of(x)
+    return t
+
+
 def unsupported_in_helper(y):
     return sum({v for v in y})  # <- construct
 

@@ -394,6 +394,11 @@ class ReverseTransform:
             return []
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
                 and value.func.id in self.activity.module_functions:
+            if isinstance(self.typed.type_of(z), types.BaseTuple) and any(
+                    isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == z
+                    for top in self.body for n in gast.walk(top)):  # its items read (returning it is right)
+                raise self.fn.unsupported("a tuple returned by a function kept in one name", s,
+                                          hint=f"unpack it where it is returned: `a, b = {value.func.id}(...)`")
             return self._call_contributions(s, build)
         if isinstance(value, gast.List):  # the items' adjoints are the adjoint list's (bound once: it is whole)
             return [Contribution(e.id, gast.Subscript(value=name(self.adj(z)), slice=const(k), ctx=gast.Load())
