@@ -96,13 +96,6 @@ def _fact(spelling: str, fact: str):
     return None if rule is None else getattr(rule, fact)
 
 
-_ROW_REDUCTIONS = {"np.sum", "rt.sum", "np.mean", "rt.mean", "np.max", "np.amax", "rt.amax", "np.min", "np.amin",
-                   "rt.amin"}  # along axis 1 of a matrix with keepdims=True: a column
-_AS_SUMS = {"np.mean", "np.var", "np.std", "np.linalg.norm"}  # whole-array reductions that are sums
-_BOOLEAN = {"np.isnan", "np.isinf", "np.isfinite", "np.signbit", "np.logical_not", "np.logical_and",
-            "np.logical_or", "np.logical_xor", "math.isnan", "math.isinf", "math.isfinite"}  # element-wise, not float
-
-
 def _fill_like(value) -> float | None:
     """The element of a new array shaped like its argument (``np.zeros_like(x)``: 0.0; empty: 0.0), else None."""
     if not isinstance(value, gast.Call) or not _fact(attr_chain(value.func) or "", "like"):
@@ -343,11 +336,11 @@ class _Fuser:
         rank); ``np.var(x)`` sums ``(x - m) ** 2`` after ``m = np.sum(x) / x.size`` is bound first, as NumPy
         computes it; ``np.std(x)`` is its square root; ``np.linalg.norm(x)`` is ``np.sqrt(np.sum(x * x))``
         (NumPy's ``sqrt(dot(x, x))``)."""
-        spelling = attr_chain(node.func) if isinstance(node, gast.Call) else None
-        if spelling not in _AS_SUMS or len(node.args) != 1 or node.keywords or not self._float_elements(node.args[0]):
+        form = _fact(attr_chain(node.func) or "", "as_sum") if isinstance(node, gast.Call) else None
+        if form is None or len(node.args) != 1 or node.keywords or not self._float_elements(node.args[0]):
             return node
         (arg,) = node.args
-        if spelling == "np.mean":
+        if form == "mean":
             arrays = list(dict.fromkeys(n.id for n in gast.walk(arg) if isinstance(n, gast.Name)
                                         and self.array_ndim(n.id) is not None))
             if len({self.array_ndim(a) for a in arrays}) != 1:
@@ -355,7 +348,7 @@ class _Fuser:
             shapes = gast.Tuple(elts=[_attr(a, "shape") for a in arrays], ctx=gast.Load())
             size = _attr(arrays[0], "size") if len(arrays) == 1 else call("rt.broadcast_size", shapes)
             return gast.BinOp(left=call("np.sum", arg), op=gast.Div(), right=size)
-        if spelling == "np.linalg.norm":
+        if form == "norm":
             if not isinstance(arg, gast.Name):
                 return node
             return call("np.sqrt", call("np.sum", gast.BinOp(left=name(arg.id), op=gast.Mult(), right=name(arg.id))))
@@ -367,7 +360,7 @@ class _Fuser:
         deviation = gast.BinOp(left=name(arg.id), op=gast.Sub(), right=name(mean))
         variance = gast.BinOp(left=call("np.sum", gast.BinOp(left=deviation, op=gast.Pow(), right=const(2))),
                               op=gast.Div(), right=_attr(arg.id, "size"))
-        return variance if spelling == "np.var" else call("np.sqrt", variance)
+        return variance if form == "var" else call("np.sqrt", variance)
 
     def _float_elements(self, expr) -> bool:
         """Whether ``expr`` is a float64 array, or arithmetic and element-wise calls of float64 arrays and
@@ -393,7 +386,7 @@ class _Fuser:
             spelling = attr_chain(expr.func) or ""
             if not _fact(spelling, "elementwise"):
                 return other is not None and other(expr)
-            return spelling not in _BOOLEAN and all(self._arithmetic(a, array, other) for a in expr.args)
+            return not _fact(spelling, "logical") and all(self._arithmetic(a, array, other) for a in expr.args)
         return False
 
     def sink(self, body: list) -> list:
@@ -522,9 +515,9 @@ class _Fuser:
         """Whether ``value`` is an ``(n, 1)`` matrix wherever it is one of ``(n, m)``: a sum, mean, max or min
         along the rows with ``keepdims=True``, ``rt.unbroadcast(g, c)`` to such a column ``c``, or element-wise
         arithmetic of columns and numbers (the fusion pass reads a column at the row's index)."""
-        if isinstance(value, gast.Call) and (attr_chain(value.func) or "") in _ROW_REDUCTIONS:
+        if isinstance(value, gast.Call) and _fact(attr_chain(value.func) or "", "reduces"):
             rule = lookup_spelling(attr_chain(value.func))
-            bound = rule.bind(value.args, {k.arg: k.value for k in value.keywords}) if rule is not None else None
+            bound = rule.bind(value.args, {k.arg: k.value for k in value.keywords})
             return bound is not None and isinstance(bound["a"], gast.Name) and self.array_ndim(bound["a"].id) == 2 \
                 and _constant(bound["axis"]) in (1, -1) \
                 and isinstance(bound["keepdims"], gast.Constant) and bound["keepdims"].value is True

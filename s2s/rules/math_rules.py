@@ -2,7 +2,7 @@
 
 import math
 
-from .table import defnondiff, defrule
+from .table import defnondiff, defrule, mark
 
 defrule(math.sin, "x", jvp="x_dot * math.cos(x)", vjp="z_adj * math.cos(x)")
 defrule(math.cos, "x", jvp="-x_dot * math.sin(x)", vjp="-z_adj * math.sin(x)")
@@ -39,3 +39,4 @@ defrule(math.copysign, "x, y", nondiff=("y",), jvp="x_dot * math.copysign(1.0, x
         vjp="z_adj * math.copysign(1.0, x) * math.copysign(1.0, y)")
 
 defnondiff("x", math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite)
+mark(math.isnan, math.isinf, math.isfinite, logical=True)

@@ -206,6 +206,9 @@ mark(np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, tuple_axes="nes
 _VAR = f"rt.sum({_CENTRED} ** 2, axis, keepdims=keepdims) / {_DOF}"
 mark(np.var, tuple_axes=_VAR)
 mark(np.std, tuple_axes=f"np.sqrt({_VAR})")
+mark(np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var, np.std, reduces=True)
+for _fn, _form in ((np.mean, "mean"), (np.var, "var"), (np.std, "std"), (np.linalg.norm, "norm")):
+    mark(_fn, as_sum=_form)  # whole-array: sums the fusion pass fuses (passes/fuse.py)
 
 # ============================================================ issue 10: moving elements
 for _fn in (np.atleast_1d, np.atleast_3d):
@@ -333,3 +336,5 @@ for _fn, _method in ((np.sum, "sum"), (np.mean, "mean"), (np.prod, "prod"), (np.
     mark(_fn, method=_method)
 # a list comprehension passed to these is stacked into one array (passes/comprehensions.py)
 mark(np.array, np.asarray, np.stack, stacks_list=True)
+mark(np.isnan, np.isinf, np.isfinite, np.signbit, np.logical_not, np.logical_and, np.logical_or, np.logical_xor,
+     logical=True)  # booleans, element by element: the fusion pass sums no such element as a float
