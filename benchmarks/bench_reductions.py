@@ -13,6 +13,10 @@ Rows (float64, one thread, blocking; best of ``--repeats`` calls, ms):
 * R3 GradBench's ``lse``: ``np.max(x)`` then ``np.log(np.sum(np.exp(x - a))) + a``, one long vector;
 * R4 mean squared error and its gradient: ``np.mean((p - t) ** 2)`` plus ``np.var(p)``.
 
+With ``--keep-heap`` glibc's malloc keeps freed memory: by default a gradient that allocates large
+temporaries every call page-faults them in again every call in a process that does little else (R1's
+gradient takes about 3x as long), which JAX's own allocator avoids.
+
 Columns: ``s2s.jit`` and ``s2s.grad`` (in the first argument), JAX ``jit`` and ``jit(grad)`` of the same code
 written with ``jax.numpy``, and NumPy running the primal. Ratios are s2s's time over JAX's (below 1: s2s is
 faster). Every s2s gradient is checked against central differences at a small size first, and against
@@ -34,6 +38,7 @@ import s2s  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_loops import best  # noqa: E402
+from bench_spine import keep_heap  # noqa: E402
 
 
 def softmax_cross_entropy(z, y):
@@ -122,7 +127,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes")
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--keep-heap", action="store_true",
+                        help="tell glibc's malloc to keep freed memory (see benchmarks/README.md, faults/call)")
     options = parser.parse_args()
+    if options.keep_heap and not keep_heap():
+        print("note: --keep-heap needs glibc; the allocator is left as it is")
     peers = _jax_versions()
     print(f"best of {options.repeats} calls, ms (ratio: s2s / JAX jit)")
     for workload, f in WORKLOADS.items():

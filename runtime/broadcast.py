@@ -231,12 +231,8 @@ def extremum_vjp(g, x, z, axis, keepdims):
 def _extremum_vjp_nb(g, x, z, axis, keepdims):
     if not isinstance(x, types.Array):
         return lambda g, x, z, axis, keepdims: g
-    if axis is None or isinstance(axis, types.NoneType):
-        def whole(g, x, z, axis, keepdims):
-            hits = (x == z) * 1.0
-            return g * hits / np.sum(hits)
-
-        return whole
+    if axis is None or isinstance(axis, types.NoneType):  # the elements as one lane
+        return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x.ravel(), z, 0).reshape(x.shape)
     _literal_bool(keepdims)  # z and g have the reduced axis or not: the same elements either way
     return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x, z, axis)
 

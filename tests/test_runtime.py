@@ -304,13 +304,14 @@ J_UNBROADCAST = njit(lambda g, like: rt.unbroadcast(g, like))
 
 @pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4), (4, 1)])
 def test_adjoints_along_an_axis_compiled(shape):
-    """``rt.unreduce``, ``rt.extremum_vjp`` (ties shared, a NaN lane NaN) and ``rt.unbroadcast`` to a row
-    or column sum are loops along the axis when compiled (they were whole-array NumPy expressions, 30x
-    slower): each gives what its plain NumPy version gives, on every axis, C-ordered and strided float32."""
+    """``rt.unreduce``, ``rt.extremum_vjp`` (ties shared, a NaN lane NaN; the whole array one lane) and
+    ``rt.unbroadcast`` to a row or column sum are loops along the axis when compiled (they were whole-array
+    NumPy expressions, 30x slower): each gives what its plain NumPy version gives, on every axis, C-ordered
+    and strided float32."""
     rng = rng_for("along", shape)
     x = np.round(rng.uniform(0, 2, shape))  # ties
     x.reshape(-1)[-1] = np.nan  # one lane with a NaN, whose max is NaN: no element equals it
-    for axis in range(-len(shape), len(shape)):
+    for axis in [None, *range(-len(shape), len(shape))]:
         for keep, jitted in ((True, j_spread_kept), (False, j_spread_dropped)):
             z = np.max(x, axis=axis, keepdims=keep)
             g = rand(rng, np.shape(z))
