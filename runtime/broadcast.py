@@ -153,8 +153,13 @@ def _unreduce_nb(g, x, axis, keepdims):
         return lambda g, x, axis, keepdims: np.full(x.shape, g)
     if not isinstance(g, types.Array):  # a 1-D x reduced along its only axis
         return lambda g, x, axis, keepdims: np.full(x.shape, g)
-    _literal_bool(keepdims)  # g has the reduced axis or not: spread along it either way
-    return lambda g, x, axis, keepdims: spread_along(g, x, axis)
+    keep = _literal_bool(keepdims)
+    if g.ndim == x.ndim - (not keep):  # g has the reduced axis or not: spread along it either way
+        return lambda g, x, axis, keepdims: spread_along(g, x, axis)
+    # g has more axes (a tangent with a leading axis of directions): NumPy's broadcasting
+    if keep:
+        return lambda g, x, axis, keepdims: np.zeros(x.shape) + g
+    return lambda g, x, axis, keepdims: np.zeros(x.shape) + np.expand_dims(g, axis)
 
 
 def _literal_bool(flag) -> bool:
@@ -231,10 +236,33 @@ def extremum_vjp(g, x, z, axis, keepdims):
 def _extremum_vjp_nb(g, x, z, axis, keepdims):
     if not isinstance(x, types.Array):
         return lambda g, x, z, axis, keepdims: g
-    if axis is None or isinstance(axis, types.NoneType):  # the elements as one lane
-        return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x.ravel(), z, 0).reshape(x.shape)
-    _literal_bool(keepdims)  # z and g have the reduced axis or not: the same elements either way
-    return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x, z, axis)
+    if axis is None or isinstance(axis, types.NoneType):
+        if not isinstance(g, types.Array) or g.ndim == 0:  # the elements as one lane
+            return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x.ravel(), z, 0).reshape(x.shape)
+
+        def whole(g, x, z, axis, keepdims):
+            hits = (x == z) * 1.0
+            return g * hits / np.sum(hits)
+
+        return whole
+    keep = _literal_bool(keepdims)
+    if isinstance(g, types.Array) and g.ndim == x.ndim - (not keep) \
+            or not isinstance(g, types.Array) and x.ndim == 1 and not keep:  # one element of g per lane
+        return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x, z, axis)
+    # g has more axes (a tangent with a leading axis of directions): NumPy's broadcasting
+    if keep:
+        def kept(g, x, z, axis, keepdims):
+            hits = (x == np.zeros(x.shape) + z) * 1.0
+            return (np.zeros(x.shape) + g) * hits / (np.zeros(x.shape) + np.expand_dims(np.sum(hits, axis), axis))
+
+        return kept
+
+    def dropped(g, x, z, axis, keepdims):
+        hits = (x == np.zeros(x.shape) + np.expand_dims(z, axis)) * 1.0
+        count = np.zeros(x.shape) + np.expand_dims(np.sum(hits, axis), axis)
+        return (np.zeros(x.shape) + np.expand_dims(g, axis)) * hits / count
+
+    return dropped
 
 
 @register_jitable

@@ -15,7 +15,7 @@ import pytest
 from numba.core.runtime import rtsys
 
 import s2s
-from s2s.check import numerical_grad
+from s2s.check import numerical_grad, numerical_hessian
 
 LOOP = "for _i in range"
 RNG = np.random.default_rng(7)
@@ -324,6 +324,15 @@ def test_loops_over_matrices_read_row_columns_by_row():
             np.testing.assert_allclose(s2s.grad(exp_over_row_sums, argnums=k)(a, b),
                                        numerical_grad(exp_over_row_sums, (a, b), k), rtol=1e-6, atol=1e-8)
     assert "[_k]" in s2s.source(s2s.grad(exp_over_row_sums, argnums=(0, 1)), a, b)
+    # forward over reverse: the forward-mode fusion of the gradient's statements reads no column by row (a row
+    # sum `rt.unbroadcast(g, c)` joined such a loop as the identity, and its result had the matrix's shape)
+    m = RNG.standard_normal((3, 4))
+    np.testing.assert_allclose(s2s.hessian(min_times_row)(m), numerical_hessian(min_times_row, (m,), 0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def min_times_row(m):
+    return np.sum(np.min(m, axis=1, keepdims=True) * m)
 
 
 def test_a_scalar_sum_does_not_join_a_run_that_reads_the_scalar():

@@ -7,8 +7,9 @@ The main fuzzers draw vectors; these programs draw matrices, columns and rows: e
 arithmetic broadcasting a column or a row against a matrix, sums, means, maxima and minima along either
 axis (with and without ``keepdims``), in-place updates, and a scalar loss.
 
-Each program is checked with ``jit`` (against the program run by NumPy) and ``grad`` in its matrix
-argument (against central differences), then both again with matrices of another shape. An s2s refusal
+Each program is checked with ``jit`` (against the program run by NumPy), ``grad`` in its matrix
+argument (against central differences) and ``hessian`` (against second differences), then ``jit`` and
+``grad`` again with matrices of another shape. An s2s refusal
 (``UnsupportedError``, ``NoRuleError``) is an outcome of its own; any other exception and any wrong number
 fail. CI runs a few programs; a campaign runs many::
 
@@ -26,7 +27,7 @@ import numpy as np
 import pytest
 
 import s2s
-from s2s.check import numerical_grad
+from s2s.check import numerical_grad, numerical_hessian
 from s2s.errors import NoRuleError, UnsupportedError
 
 SHAPES = ((4, 5), (3, 7))  # the first call's shape, then another
@@ -122,6 +123,9 @@ def run(seed: int, index: int) -> tuple[str, str]:
             assert value == pytest.approx(f(a, w), rel=1e-10, abs=1e-12), (value, f(a, w))
             got, want = s2s.grad(f)(a, w), numerical_grad(f, (a, w), 0)
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * (1.0 + np.max(np.abs(want))))
+            if (n, m) == SHAPES[0]:  # forward over reverse: the fusion pass in forward mode reads the grad's columns
+                got, want = s2s.hessian(f)(a, w), numerical_hessian(f, (a, w), 0)
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * (1.0 + np.max(np.abs(want))))
     except (UnsupportedError, NoRuleError):
         return "refused", source
     except Exception as exc:  # noqa: BLE001 - a wrong number or a crash: the outcome, with what it said

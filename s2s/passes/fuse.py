@@ -116,7 +116,7 @@ class _Run:
         self.defined: set[str] = set()  # arrays the run assigns
         self.reductions: set[str] = set()  # scalars the run sums into
         self.aliases: dict[str, str] = {}  # `c = a` of an array the run makes: c -> a (one memory after the run)
-        self.kind: str | None = None  # of a matrix run: "column" ((n, 1) arrays) or "full" (reading columns by row)
+        self.kind: str | None = None  # of a matrix run outside forward mode: "column" ((n, 1) arrays) or "full"
 
 
 def fuse(body: list, typemap: dict, namer: Namer, broadcast: bool = False) -> list:
@@ -593,8 +593,8 @@ class _Fuser:
         _Drop().visit(s)
 
     def _add(self, s, run: _Run) -> None:
-        if run.kind is None:
-            run.kind = self._kind(s) if self._columns_apply(run) else "full"
+        if run.kind is None and self._columns_apply(run):
+            run.kind = self._kind(s)
         run.stmts.append(s)
         if self._reversed_write(s) is not None:
             return  # what it reads, the run made
