@@ -396,7 +396,8 @@ class ReverseTransform:
                 and value.func.id in self.activity.module_functions:
             if isinstance(self.typed.type_of(z), types.BaseTuple) and any(
                     isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == z
-                    for top in self.body for n in gast.walk(top)):  # its items read (returning it is right)
+                    and isinstance(n.slice, gast.Constant)
+                    for top in self.body for n in gast.walk(top)):  # its items read by literal (returning it is right)
                 raise self.fn.unsupported("a tuple returned by a function kept in one name", s,
                                           hint=f"unpack it where it is returned: `a, b = {value.func.id}(...)`")
             return self._call_contributions(s, build)
