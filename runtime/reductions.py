@@ -29,7 +29,7 @@ from numba.core.extending import overload as exec_overload  # implementations bu
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .helper_cache import overload, register_jitable
-from .vmath import _maxnum, _minnum, reduce_add
+from .vmath import extreme_rows, reduce_add
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "norm", "prod_vjp", "prod_jvp", "prod_others_jvp", "extremum_jvp",
            "cumsum_vjp", "norm_vjp", "norm_jvp", "norm_weight_dx", "norm_weight_dnorm", "clip_inside", "clip_jvp",
@@ -336,7 +336,7 @@ def _reduce3_nb(x3, kind):
             if n == 0:
                 raise ValueError("zero-size array to reduction operation which has no identity")
             if rows and post == 1:  # along the last axis: each row in vector lanes
-                return _extreme_rows(x3.reshape((pre, n)), kind == _MAX).reshape((pre, 1))
+                return extreme_rows(x3.reshape((pre, n)), kind == _MAX).reshape((pre, 1))
             out = x3[:, 0, :].copy()
             for i in range(pre):
                 for k in range(1, n):
@@ -369,20 +369,6 @@ def _reduce3_nb(x3, kind):
         return out
 
     return mean_impl
-
-
-@register_jitable
-def _extreme_rows(x2, largest):
-    """The largest (or smallest) element of each row of ``x2``, NaN where a row has one: a vector
-    reduction per row, as :func:`s2s_runtime.vmath.max`."""
-    out = np.empty(x2.shape[0], x2.dtype)
-    for i in range(x2.shape[0]):
-        found, unordered = x2[i, 0], False
-        for k in range(x2.shape[1]):
-            found = _maxnum(found, x2[i, k]) if largest else _minnum(found, x2[i, k])
-            unordered |= x2[i, k] != x2[i, k]
-        out[i] = np.nan if unordered else found
-    return out
 
 
 @register_jitable

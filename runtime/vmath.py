@@ -985,7 +985,25 @@ def min(a):
     return np.min(a)
 
 
-def _extreme_overload(extreme, name: str, fallback):
+@register_jitable
+def extreme_rows(x2, largest):
+    """The largest (or smallest) element of each row of the 2-D ``x2``, NaN where a row has one: one vector
+    reduction per row (``llvm.maxnum`` without NaNs, the NaNs seen apart).
+
+        >>> numba.njit(lambda x: extreme_rows(x, True))(np.array([[1.0, 3.0], [np.nan, 0.0]]))  # compiled only
+        array([ 3., nan])
+    """
+    out = np.empty(x2.shape[0], x2.dtype)
+    for i in range(x2.shape[0]):
+        found, unordered = x2[i, 0], False
+        for k in range(x2.shape[1]):
+            found = _maxnum(found, x2[i, k]) if largest else _minnum(found, x2[i, k])
+            unordered |= x2[i, k] != x2[i, k]
+        out[i] = np.nan if unordered else found
+    return out
+
+
+def _extreme_overload(largest: bool, name: str, fallback):
     def impl_for(a):
         if isinstance(a, types.Array) and isinstance(a.dtype, types.Float) and a.layout in "CF":
             fortran = a.layout == "F" and a.ndim > 1
@@ -995,19 +1013,14 @@ def _extreme_overload(extreme, name: str, fallback):
                 flat = a.T.ravel() if fortran else a.ravel()  # a view either way
                 if flat.size == 0:
                     raise ValueError(message)
-                found = flat[0]
-                unordered = False
-                for i in range(flat.size):
-                    found = extreme(found, flat[i])
-                    unordered |= flat[i] != flat[i]
-                return flat.dtype.type(np.nan) if unordered else found
+                return extreme_rows(flat.reshape((1, flat.size)), largest)[0]
             return extreme_impl
         return lambda a: fallback(a)
     return impl_for
 
 
-cached_overload(max)(_extreme_overload(_maxnum, "maximum", np.max))  # Numba's cache keeps them, like sum's
-cached_overload(min)(_extreme_overload(_minnum, "minimum", np.min))
+cached_overload(max)(_extreme_overload(True, "maximum", np.max))  # Numba's cache keeps them, like sum's
+cached_overload(min)(_extreme_overload(False, "minimum", np.min))
 
 
 # NumPy's spelling → this module's, for the functions generated code calls here instead (those that
