@@ -986,20 +986,30 @@ def min(a):
 
 
 @register_jitable
+def extreme_of(v, largest):
+    """The largest (or smallest) element of the 1-D ``v``, NaN where it has one: one vector reduction
+    (``llvm.maxnum`` without NaNs, the NaNs seen apart); no allocation.
+
+        >>> float(numba.njit(lambda v: extreme_of(v, True))(np.array([1.0, 3.0])))  # compiled only
+        3.0
+    """
+    found, unordered = v[0], False
+    for k in range(v.shape[0]):
+        found = _maxnum(found, v[k]) if largest else _minnum(found, v[k])
+        unordered |= v[k] != v[k]
+    return np.nan if unordered else found
+
+
+@register_jitable
 def extreme_rows(x2, largest):
-    """The largest (or smallest) element of each row of the 2-D ``x2``, NaN where a row has one: one vector
-    reduction per row (``llvm.maxnum`` without NaNs, the NaNs seen apart).
+    """:func:`extreme_of` each row of the 2-D ``x2``.
 
         >>> numba.njit(lambda x: extreme_rows(x, True))(np.array([[1.0, 3.0], [np.nan, 0.0]]))  # compiled only
         array([ 3., nan])
     """
     out = np.empty(x2.shape[0], x2.dtype)
     for i in range(x2.shape[0]):
-        found, unordered = x2[i, 0], False
-        for k in range(x2.shape[1]):
-            found = _maxnum(found, x2[i, k]) if largest else _minnum(found, x2[i, k])
-            unordered |= x2[i, k] != x2[i, k]
-        out[i] = np.nan if unordered else found
+        out[i] = extreme_of(x2[i], largest)
     return out
 
 
@@ -1013,7 +1023,7 @@ def _extreme_overload(largest: bool, name: str, fallback):
                 flat = a.T.ravel() if fortran else a.ravel()  # a view either way
                 if flat.size == 0:
                     raise ValueError(message)
-                return extreme_rows(flat.reshape((1, flat.size)), largest)[0]
+                return extreme_of(flat, largest)
             return extreme_impl
         return lambda a: fallback(a)
     return impl_for
