@@ -137,7 +137,7 @@ def unreduce(g, x, axis, keepdims):
     if not shape:
         return g
     if axis is None:
-        return np.full(shape, np.sum(g))
+        return np.full(shape, np.sum(g), _float_dtype(x) if np.ndim(g) == 0 else np.float64)
     if not keepdims:
         g = np.expand_dims(g, axis)
     return np.zeros(shape) + g
@@ -147,12 +147,14 @@ def unreduce(g, x, axis, keepdims):
 def _unreduce_nb(g, x, axis, keepdims):
     if not isinstance(x, types.Array):
         return lambda g, x, axis, keepdims: g
+    # a scalar adjoint of a float32 array's sum spreads as float32 (the derivative has the input's dtype)
+    dtype = x.dtype if isinstance(x.dtype, types.Float) and not isinstance(g, types.Array) else types.float64
     if axis is None or isinstance(axis, types.NoneType):
         if isinstance(g, types.Array):
             return lambda g, x, axis, keepdims: np.full(x.shape, np.sum(g))
-        return lambda g, x, axis, keepdims: np.full(x.shape, g)
+        return lambda g, x, axis, keepdims: np.full(x.shape, g, dtype)
     if not isinstance(g, types.Array):  # a 1-D x reduced along its only axis
-        return lambda g, x, axis, keepdims: np.full(x.shape, g)
+        return lambda g, x, axis, keepdims: np.full(x.shape, g, dtype)
     keep = _literal_bool(keepdims)
     if g.ndim == x.ndim - (not keep):  # g has the reduced axis or not: spread along it either way
         return lambda g, x, axis, keepdims: spread_along(g, x, axis)
@@ -328,6 +330,12 @@ def _broadcast_like_nb(t, z):
     return lambda t, z: np.zeros(z.shape) + t
 
 
+def _float_dtype(x):
+    """The dtype of a tangent of ``x``: a float array's own, float64 otherwise."""
+    dtype = np.asarray(x).dtype
+    return dtype if dtype.kind == "f" else np.float64
+
+
 def basis(count, offset, x):
     """``count`` directions in the space of ``x``: direction ``offset + j`` is the ``j``-th unit vector.
 
@@ -340,7 +348,7 @@ def basis(count, offset, x):
            [0., 1.]])
     """
     size = np.size(x)
-    out = np.zeros((count, size))
+    out = np.zeros((count, size), _float_dtype(x))
     for j in range(size):
         out[offset + j, j] = 1.0
     return out.reshape((count,) + np.shape(x))
@@ -349,9 +357,10 @@ def basis(count, offset, x):
 @overload(basis)
 def _basis_nb(count, offset, x):
     if isinstance(x, types.Array):
+        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
 
         def array_impl(count, offset, x):
-            out = np.zeros((count, x.size))
+            out = np.zeros((count, x.size), dtype)
             for j in range(x.size):
                 out[offset + j, j] = 1.0
             return out.reshape((count,) + x.shape)
@@ -373,7 +382,7 @@ def basis_row(k, offset, x):
     >>> basis_row(2, 1, np.zeros(3))
     array([0., 1., 0.])
     """
-    out = np.zeros(np.shape(x))
+    out = np.zeros(np.shape(x), _float_dtype(x))
     if 0 <= k - offset < out.size:
         out.reshape(-1)[k - offset] = 1.0
     return out if out.ndim else float(out)
@@ -382,9 +391,10 @@ def basis_row(k, offset, x):
 @overload(basis_row)
 def _basis_row_nb(k, offset, x):
     if isinstance(x, types.Array):
+        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
 
         def array_impl(k, offset, x):
-            out = np.zeros(x.shape)
+            out = np.zeros(x.shape, dtype)
             if 0 <= k - offset < out.size:
                 out.reshape(-1)[k - offset] = 1.0
             return out
@@ -699,9 +709,7 @@ def direction_zeros(count, like):
     >>> direction_zeros(2, np.ones(3, np.float32)).dtype, direction_zeros(2, 1.0).shape
     (dtype('float32'), (2,))
     """
-    like = np.asarray(like)
-    dtype = like.dtype if like.dtype.kind == "f" else np.float64
-    return np.zeros((count,) + like.shape, dtype)
+    return np.zeros((count,) + np.shape(like), _float_dtype(like))
 
 
 @overload(direction_zeros)

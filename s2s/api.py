@@ -533,7 +533,7 @@ def _cotangent_type(t):
     if isinstance(t, nb_types.BaseTuple):
         return nb_types.BaseTuple.from_types([_cotangent_type(item) for item in t.types])
     if isinstance(t, nb_types.Array):
-        return nb_types.Array(nb_types.float64, t.ndim, "C")
+        return nb_types.Array(nb_types.float32 if t.dtype == nb_types.float32 else nb_types.float64, t.ndim, "C")
     return nb_types.float64
 
 
@@ -904,8 +904,10 @@ def linearize(fn, *primals, target: str = "cpu"):
 
 
 def _like(value, primal, what: str):
-    """``value`` as a float64 tangent or cotangent shaped like ``primal``, or an error naming ``what``."""
-    array = np.asarray(value, dtype=np.float64) if value is not None else np.zeros(np.shape(primal))
+    """``value`` as a tangent or cotangent shaped like ``primal``, or an error naming ``what``: a float32 array for
+    a float32 array (as JAX), float64 otherwise."""
+    dtype = np.float32 if getattr(primal, "dtype", None) == np.float32 and np.ndim(primal) else np.float64
+    array = np.asarray(value, dtype=dtype) if value is not None else np.zeros(np.shape(primal), dtype)
     if array.shape != np.shape(primal):
         raise InputError(f"{what} has shape {array.shape}, but the primal has shape {np.shape(primal)}")
     if array.dtype.kind not in "fiu":

@@ -185,6 +185,43 @@ def test_float32_gradient_dtype_and_accuracy(target):
     assert float(value) == pytest.approx(f32_loss(x32.astype(np.float64), 0.9), rel=1e-5)
 
 
+
+W32 = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], dtype=np.float32)
+
+
+def f32_layer(x):
+    return np.sin(W32 @ x) * x[:2]
+
+
+def f32_energy(x):
+    return np.sum(np.sin(x) * x) + np.sum(W32 @ x) ** 2
+
+
+@targets
+def test_float32_through_every_transform(target):
+    """A float32 input keeps float32 tangents, cotangents, Jacobians and Hessians (as JAX), and each is right
+    to float32's precision against float64 differences; a float64 tangent was once mixed into float32 buffers
+    (a CompileError in ``jvp`` and ``jacfwd``) and ``hessian`` refused the float32 gradient it differentiates."""
+    x32 = np.array([0.3, -0.7, 1.1], dtype=np.float32)
+    x64, t64 = x32.astype(np.float64), np.array([1.0, -2.0, 0.5])
+    h = 1e-6
+    jac = np.array([(f32_layer(x64 + h * e) - f32_layer(x64 - h * e)) / (2 * h) for e in np.eye(3)]).T
+    out, tangent = s2s.jvp(f32_layer, (x32,), (t64.astype(np.float32),), target=target)
+    assert tangent.dtype == np.float32
+    np.testing.assert_allclose(tangent, jac @ t64, rtol=1e-4, atol=1e-5)
+    for transform in (s2s.jacfwd, s2s.jacrev):
+        found = transform(f32_layer, target=target)(x32)
+        assert found.dtype == np.float32, transform.__name__
+        np.testing.assert_allclose(found, jac, rtol=1e-4, atol=1e-5)
+    _, pullback = s2s.vjp(f32_layer, x32, target=target)
+    (cotangent,) = pullback(np.array([1.0, 2.0], np.float32))
+    np.testing.assert_allclose(cotangent, np.array([1.0, 2.0]) @ jac, rtol=1e-4, atol=1e-5)
+    hessian = s2s.hessian(f32_energy, target=target)(x32)
+    assert hessian.dtype == np.float32
+    grad = lambda v: numerical_grad(f32_energy, (v,), 0)  # noqa: E731
+    expected = np.array([(grad(x64 + 1e-4 * e) - grad(x64 - 1e-4 * e)) / 2e-4 for e in np.eye(3)])
+    np.testing.assert_allclose(hessian, expected, rtol=1e-3, atol=1e-3)
+
 def test_source_header_and_adjoint_names():
     def objective(x, w):
         return np.sum(np.sin(x) * w)
