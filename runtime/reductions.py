@@ -596,7 +596,7 @@ def _amin_nb(a, axis=None, out=None, keepdims=False):
 # ------------------------------------------------------------------ vector norms
 def _ord_value(ord):
     """``ord`` of a vector norm as a float (None: 2); ValueError for what :func:`norm` does not support."""
-    if ord is None:
+    if ord is None or ord == "fro":  # "fro": the 2-norm of a matrix's elements (_check_norm: 2-D only)
         return 2.0
     if isinstance(ord, str) or not (ord > 0 or ord == -np.inf):
         raise ValueError(f"rt.norm: ord={ord!r} is not supported (None, inf, -inf or a number > 0)")
@@ -607,6 +607,14 @@ def _ord_value(ord):
 def _ord_value_nb(ord):
     if _is_none(ord):
         return lambda ord: 2.0
+    if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
+
+        def fro_impl(ord):
+            if ord != "fro":
+                raise ValueError("rt.norm: the only matrix norm supported is ord='fro'")
+            return 2.0
+
+        return fro_impl
     if not isinstance(ord, (types.Integer, types.Float)):
         raise errors.TypingError(f"rt.norm: ord must be None or a number, got {ord}")
 
@@ -663,10 +671,22 @@ def _vnorm3_nb(x3, p):
     return impl
 
 
-def _check_norm(ndim, axis_is_none, ord_is_none):
-    if axis_is_none and not ord_is_none and ndim >= 2:
-        raise NotImplementedError(f"rt.norm: matrix norms (ord given, axis None, {ndim}-D input) are not "
-                                  "supported; pass an axis for vector norms")
+def _check_norm(ndim, axis_is_none, ord_kind):
+    """Refuse an ``ord='fro'`` NumPy refuses; ``ord_kind`` is "none", "fro" or "number"."""
+    if ord_kind == "fro" and not (axis_is_none and ndim == 2):
+        raise ValueError("rt.norm: ord='fro' is a norm of a 2-D array over both axes (as NumPy)")
+
+
+def _matrix_norm(ndim, axis_is_none, ord_kind) -> bool:
+    """Whether a norm is one of NumPy's matrix norms (ord 2, 1, inf, ...) other than Frobenius."""
+    return axis_is_none and ord_kind == "number" and ndim >= 2
+
+
+def _ord_kind(ord) -> str:
+    """"none", "fro" or "number": an ``ord`` argument's kind, from its value or its Numba type."""
+    if ord is None or _is_none(ord):
+        return "none"
+    return "fro" if isinstance(ord, (str, types.UnicodeType, types.StringLiteral)) else "number"
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -677,8 +697,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
     >>> norm(np.array([[3.0, 4.0], [6.0, 8.0]]), axis=1)
     array([ 5., 10.])
     """
-    _ord_value(ord)
-    _check_norm(np.ndim(x), axis is None, ord is None)
+    _check_norm(np.ndim(x), axis is None, _ord_kind(ord))
+    if not _matrix_norm(np.ndim(x), axis is None, _ord_kind(ord)):
+        _ord_value(ord)
     return np.linalg.norm(x, ord, axis, keepdims)
 
 
@@ -693,7 +714,9 @@ def _norm_nb(x, ord=None, axis=None, keepdims=False):
         raise errors.TypingError(f"rt.norm: expected an array, got {x}")
     if not (_is_none(axis) or isinstance(axis, types.Integer)):
         raise errors.TypingError(f"rt.norm: axis must be None or an int, got {axis}")
-    _check_norm(x.ndim, _is_none(axis), _is_none(ord))
+    _check_norm(x.ndim, _is_none(axis), _ord_kind(ord))
+    if _matrix_norm(x.ndim, _is_none(axis), _ord_kind(ord)):  # Numba's own (an SVD for ord 2)
+        return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x, ord)
     keep = _static_bool(keepdims)
     if keep is None:
         return _exec_lambda(_NORM_SIGNATURE, "literally(keepdims)")
@@ -791,6 +814,62 @@ def _contract3_nb(d3, t3):
     return impl
 
 
+@register_jitable
+def _matrix_norm_weight(x, p):
+    """``d ||x||_p / d x`` of NumPy's matrix norm ``p`` (2, -2: the largest or smallest singular value; 1, -1:
+    the largest or smallest column sum of ``|x|``; inf, -inf: of row sums) of the 2-D ``x``; of tied values,
+    the first one's.
+
+        >>> _matrix_norm_weight(np.array([[1.0, -3.0], [2.0, 0.5]]), 1.0)
+        array([[ 0., -1.],
+               [ 0.,  1.]])
+    """
+    if p == 2.0 or p == -2.0:
+        u, s, vt = np.linalg.svd(np.ascontiguousarray(x), full_matrices=False)
+        k = 0 if p == 2.0 else s.size - 1
+        return np.outer(u[:, k], vt[k])
+    w = np.zeros(x.shape, x.dtype)
+    if p == 1.0 or p == -1.0:
+        sums = np.sum(np.abs(x), axis=0)
+        j = np.argmax(sums) if p == 1.0 else np.argmin(sums)
+        w[:, j] = np.sign(x[:, j])
+    else:
+        sums = np.sum(np.abs(x), axis=1)
+        i = np.argmax(sums) if p == np.inf else np.argmin(sums)
+        w[i, :] = np.sign(x[i, :])
+    return w
+
+
+def _matrix_ord(ord, x, axis):
+    """The ``p`` of a matrix norm of ``x`` (see :func:`_matrix_norm_weight`), checked."""
+    if ord not in (1, -1, 2, -2, np.inf, -np.inf) or np.ndim(x) != 2:
+        raise ValueError(f"rt.norm: invalid norm order {ord!r} for matrices")
+    return float(ord)
+
+
+@overload(_matrix_ord)
+def _matrix_ord_nb(ord, x, axis):
+    if x.ndim != 2:
+        raise errors.TypingError("rt.norm: a matrix norm of an array that is not 2-D")
+
+    def impl(ord, x, axis):
+        if not (abs(ord) == 1 or abs(ord) == 2 or abs(ord) == np.inf):
+            raise ValueError("rt.norm: invalid norm order for matrices")
+        return float(ord)
+
+    return impl
+
+
+@register_jitable
+def _matrix_weight_derivative(x, p):
+    """The derivative of :func:`_matrix_norm_weight`, by ``x`` or by the norm: zero for the column and row sum
+    norms (the weights are piecewise constant); the singular value norms' is not built."""
+    if p == 2.0 or p == -2.0:
+        raise NotImplementedError("s2s: the second derivative of np.linalg.norm(x, 2) or (x, -2) of a matrix "
+                                  "is not supported")
+    return np.zeros(x.shape, x.dtype)
+
+
 def norm_vjp(g, x, z, ord, axis, keepdims):
     """Adjoint of :func:`norm`: ``g`` (shaped like ``z = norm(x, ord, axis, keepdims)``) spread over ``x``.
 
@@ -801,6 +880,8 @@ def norm_vjp(g, x, z, ord, axis, keepdims):
     """
     if np.ndim(x) == 0:
         return g * np.sign(x)
+    if _matrix_norm(np.ndim(x), axis is None, _ord_kind(ord)):
+        return g * _matrix_norm_weight(x, _matrix_ord(ord, x, axis))
     d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
     return _scale3(d3, _g3(g, x, axis)).reshape(np.shape(x))
 
@@ -809,6 +890,8 @@ def norm_vjp(g, x, z, ord, axis, keepdims):
 def _norm_vjp_nb(g, x, z, ord, axis, keepdims):
     if isinstance(x, types.Number):
         return lambda g, x, z, ord, axis, keepdims: g * np.sign(x)
+    if _matrix_norm(x.ndim, _is_none(axis), _ord_kind(ord)):
+        return lambda g, x, z, ord, axis, keepdims: g * _matrix_norm_weight(x, _matrix_ord(ord, x, axis))
 
     def impl(g, x, z, ord, axis, keepdims):
         d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
@@ -825,6 +908,8 @@ def norm_jvp(x_dot, x, z, ord, axis, keepdims):
     """
     if np.ndim(x) == 0:
         return x_dot * np.sign(x)
+    if _matrix_norm(np.ndim(x), axis is None, _ord_kind(ord)):
+        return np.sum(_matrix_norm_weight(x, _matrix_ord(ord, x, axis)) * x_dot)
     d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
     return _like(_contract3(d3, _t3(x_dot, x, axis)), z)
 
@@ -833,6 +918,11 @@ def norm_jvp(x_dot, x, z, ord, axis, keepdims):
 def _norm_jvp_nb(x_dot, x, z, ord, axis, keepdims):
     if isinstance(x, types.Number):
         return lambda x_dot, x, z, ord, axis, keepdims: x_dot * np.sign(x)
+    if _matrix_norm(x.ndim, _is_none(axis), _ord_kind(ord)):
+        if x_dot.ndim != x.ndim:
+            raise errors.TypingError("rt.norm_jvp: a matrix norm's tangent with an axis of directions")
+        return lambda x_dot, x, z, ord, axis, keepdims: np.sum(_matrix_norm_weight(x, _matrix_ord(ord, x, axis))
+                                                               * x_dot)
 
     def impl(x_dot, x, z, ord, axis, keepdims):
         d3 = _dnorm3(_v3(x, axis), _g3(z, x, axis), _ord_value(ord))
@@ -904,6 +994,8 @@ def norm_weight_dx(x, norm, ord, axis):
     """
     if np.ndim(x) == 0:
         return 0.0
+    if _matrix_norm(np.ndim(x), axis is None, _ord_kind(ord)):
+        return _matrix_weight_derivative(x, _matrix_ord(ord, x, axis))
     return _dweight3(_v3(x, axis), _g3(norm, x, axis), _ord_value(ord), False).reshape(np.shape(x))
 
 
@@ -911,6 +1003,8 @@ def norm_weight_dx(x, norm, ord, axis):
 def _norm_weight_dx_nb(x, norm, ord, axis):
     if isinstance(x, types.Number):
         return lambda x, norm, ord, axis: 0.0
+    if _matrix_norm(x.ndim, _is_none(axis), _ord_kind(ord)):
+        return lambda x, norm, ord, axis: _matrix_weight_derivative(x, _matrix_ord(ord, x, axis))
 
     def impl(x, norm, ord, axis):
         return _dweight3(_v3(x, axis), _g3(norm, x, axis), _ord_value(ord), False).reshape(x.shape)
@@ -926,6 +1020,8 @@ def norm_weight_dnorm(x, norm, ord, axis):
     """
     if np.ndim(x) == 0:
         return 0.0
+    if _matrix_norm(np.ndim(x), axis is None, _ord_kind(ord)):
+        return _matrix_weight_derivative(x, _matrix_ord(ord, x, axis))
     return _dweight3(_v3(x, axis), _g3(norm, x, axis), _ord_value(ord), True).reshape(np.shape(x))
 
 
@@ -933,6 +1029,8 @@ def norm_weight_dnorm(x, norm, ord, axis):
 def _norm_weight_dnorm_nb(x, norm, ord, axis):
     if isinstance(x, types.Number):
         return lambda x, norm, ord, axis: 0.0
+    if _matrix_norm(x.ndim, _is_none(axis), _ord_kind(ord)):
+        return lambda x, norm, ord, axis: _matrix_weight_derivative(x, _matrix_ord(ord, x, axis))
 
     def impl(x, norm, ord, axis):
         return _dweight3(_v3(x, axis), _g3(norm, x, axis), _ord_value(ord), True).reshape(x.shape)

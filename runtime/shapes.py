@@ -28,11 +28,29 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _shape_drop, _v3
 
-__all__ = ["squeeze", "flatten", "array", "array_vjp", "transpose_vjp", "reshape_like", "split_like", "unstack_like",
-           "hsplit_like", "vsplit_like", "tile", "tile_vjp"]
+__all__ = ["reshape", "squeeze", "flatten", "array", "array_vjp", "transpose_vjp", "reshape_like", "split_like",
+           "unstack_like", "hsplit_like", "vsplit_like", "tile", "tile_vjp"]
 
 
 # ------------------------------------------------------------------ reshaping
+def reshape(a, newshape):
+    """``np.reshape(a, newshape)``, also of an array that is not C-contiguous (a transpose, a strided slice),
+    which Numba cannot reshape: that one is copied first (s2s refuses writing through one of two names of
+    shared memory and reading the other, so the copy cannot be told from NumPy's view).
+
+    >>> reshape(np.arange(6.0).reshape(2, 3).T, -1)
+    array([0., 3., 1., 4., 2., 5.])
+    """
+    return np.reshape(a, newshape)
+
+
+@overload(reshape)
+def _reshape_nb(a, newshape):
+    if isinstance(a, types.Array) and a.layout != "C":
+        return lambda a, newshape: np.ascontiguousarray(a).reshape(newshape)
+    return lambda a, newshape: np.reshape(a, newshape)
+
+
 def reshape_like(g, a):
     """``g`` reshaped (in C order) to the shape of ``a``; a scalar where ``a`` is one.
 

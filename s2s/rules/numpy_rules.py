@@ -105,7 +105,7 @@ register_name(np.min, "np.min")
 defrule(np.cumsum, "a, axis=None", nondiff=("axis",), jvp="np.cumsum(a_dot, axis)",
         vjp="rt.cumsum_vjp(z_adj, a, axis)")
 defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", nondiff=("ord", "axis", "keepdims"),
-        impl="rt.norm", impl_when=("axis", "keepdims"), jvp="rt.norm_jvp(x_dot, x, z, ord, axis, keepdims)",
+        impl="rt.norm", impl_when=("ord", "axis", "keepdims"), jvp="rt.norm_jvp(x_dot, x, z, ord, axis, keepdims)",
         vjp="rt.norm_vjp(z_adj, x, z, ord, axis, keepdims)")
 defrule(np.trace, "a", jvp="np.trace(a_dot)", vjp="z_adj * np.eye(a.shape[0], a.shape[1])")
 
@@ -130,7 +130,7 @@ defrule(np.transpose, "a, axes=None", nondiff=("axes",), view=True, jvp="np.tran
         vjp="rt.transpose_vjp(z_adj, axes)")
 # a tangent may be a row of a directions array Numba types as non-contiguous (jacfwd of `np.reshape(x[:9], ...)`):
 # np.ascontiguousarray is that row itself wherever the memory is contiguous
-defrule(np.reshape, "a, newshape", nondiff=("newshape",), view=True,
+defrule(np.reshape, "a, newshape", nondiff=("newshape",), view=True, impl="rt.reshape",
         jvp="np.reshape(np.ascontiguousarray(a_dot), newshape)",
         vjp="rt.reshape_like(z_adj, a)")
 defrule(np.ravel, "a", view=True, jvp="np.ravel(a_dot)", vjp="rt.reshape_like(z_adj, a)")
