@@ -13,9 +13,10 @@ Rows (float64, one thread, blocking; best of ``--repeats`` calls, ms):
 * R3 GradBench's ``lse``: ``np.max(x)`` then ``np.log(np.sum(np.exp(x - a))) + a``, one long vector;
 * R4 mean squared error and its gradient: ``np.mean((p - t) ** 2)`` plus ``np.var(p)``.
 
-With ``--keep-heap`` glibc's malloc keeps freed memory: by default a gradient that allocates large
-temporaries every call page-faults them in again every call in a process that does little else (R1's
-gradient takes about 3x as long), which JAX's own allocator avoids.
+Importing s2s sets glibc's malloc to keep freed memory up to 64 MiB (``s2s_runtime.heap``; with
+``S2S_KEEP_HEAP=0`` a gradient that allocates large temporaries page-faults them in again every call in a
+process that does little else: R1's gradient takes about 3x as long). ``--keep-heap`` raises the limits
+further (256 MiB arrays on the heap, 1 GiB kept), as the other benchmarks' flag does.
 
 Columns: ``s2s.jit`` and ``s2s.grad`` (in the first argument), JAX ``jit`` and ``jit(grad)`` of the same code
 written with ``jax.numpy``, and NumPy running the primal. Ratios are s2s's time over JAX's (below 1: s2s is

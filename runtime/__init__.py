@@ -10,6 +10,7 @@ Python with a Numba implementation beside it, so the same source runs under
     6.0
 """
 
+from . import heap as _heap  # noqa: F401  (keeps freed memory: see its docstring; S2S_KEEP_HEAP=0 does not)
 from . import slice_errors as _slice_errors  # noqa: F401  (see its docstring)
 from . import vmath as vm
 from .broadcast import (

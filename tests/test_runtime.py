@@ -12,8 +12,14 @@ Every helper is checked two ways:
   that variant: float64 C-ordered, float32 non-contiguous, or mixed (float32
   and float64, C- and Fortran-ordered or strided). Between them the compiled
   cases of a group reach every branch of its Numba implementations.
+
+And the allocator setting the runtime makes on import (``s2s_runtime.heap``).
 """
 
+import os
+import platform
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -643,3 +649,30 @@ def test_vsplit_like(k, case):
     items = tuple(rand(rng, s) for s in shapes)
     assert_pieces(lambda *xs: np.vstack(xs), items, lambda g: rt.vsplit_like(g, items), rng)
     agree(J_VSPLIT, rt.vsplit_like, (rand(rng, np.vstack(items).shape), items), which)
+
+
+# ------------------------------------------------------------------ the allocator
+_FAULTS = """
+import resource, numpy as np
+import s2s_runtime
+def temporaries():
+    arrays = [np.ones(512 * 1024) for _ in range(10)]  # ten 4 MiB arrays, written, then freed
+    del arrays
+temporaries()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(4):
+    temporaries()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the allocator setting is glibc's")
+@pytest.mark.parametrize("keep", ["1", "0"])
+def test_importing_the_runtime_keeps_freed_memory(keep):
+    """With s2s_runtime imported, temporaries freed and allocated again reuse the process's pages (a gradient's
+    temporaries page-faulted in every call: 3x its time); ``S2S_KEEP_HEAP=0`` leaves glibc's defaults."""
+    env = dict(os.environ, S2S_KEEP_HEAP=keep)
+    faults = int(subprocess.run([sys.executable, "-c", _FAULTS], env=env, capture_output=True, text=True,
+                                check=True).stdout)
+    pages = 4 * 10 * (4 << 20) // 4096
+    assert (faults < pages // 10) == (keep == "1"), faults
