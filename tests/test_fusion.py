@@ -331,6 +331,58 @@ def test_loops_over_matrices_read_row_columns_by_row():
                                rtol=1e-5, atol=1e-6)
 
 
+def layer_norm_loss(x, w):
+    mu = np.mean(x, axis=1, keepdims=True)
+    v = np.mean((x - mu) ** 2, axis=1, keepdims=True)
+    h = (x - mu) / np.sqrt(v + 1e-5) * w
+    return np.sum(np.tanh(h) ** 2)
+
+
+def test_loops_over_matrices_read_rows_by_column():
+    """A 1-D array in a loop over an ``(n, m)`` matrix is a row, as NumPy broadcasts it (``h = g * w``): the
+    loop reads it at the column's index (``_w[_j]``) where each such statement was an array operation in
+    reverse mode (forward mode had rows already). Where its length is not ``m`` the statements run unfused."""
+    x, w = RNG.standard_normal((6, 4)), RNG.standard_normal(4)
+    source = s2s.source(s2s.grad(layer_norm_loss, argnums=(0, 1)), x, w)
+    loops = [part for part in source.split("for _k")[1:] if "_w" in part.split("else:")[0]]
+    assert len(loops) >= 2, source  # the primal's h and the adjoint's h_adj * w read w by column
+    for k in (0, 1):
+        np.testing.assert_allclose(s2s.grad(layer_norm_loss, argnums=k)(x, w),
+                                   numerical_grad(layer_norm_loss, (x, w), k), rtol=1e-6, atol=1e-8)
+    assert s2s.jit(layer_norm_loss)(x, w) == pytest.approx(layer_norm_loss(x, w), rel=1e-13)
+    for one in (RNG.standard_normal(1), RNG.standard_normal((6, 1))):  # broadcast as NumPy does: unfused
+        assert s2s.jit(exp_over_rows)(x, one) == pytest.approx(exp_over_rows(x, one), rel=1e-13)
+        np.testing.assert_allclose(s2s.grad(exp_over_rows)(x, one), numerical_grad(exp_over_rows, (x, one), 0),
+                                   rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.hessian(layer_norm_loss)(x[:3], w),
+                               numerical_hessian(layer_norm_loss, (x[:3], w), 0), rtol=1e-4, atol=1e-5)
+
+
+def test_row_sums_into_columns_join_the_matrix_loop():
+    """The adjoint of a column broadcast over a matrix is a sum along each row (``mu_adj += rt.unbroadcast(e,
+    mu)``): the loop over the matrix adds each row into a scalar and writes the column's element after the
+    row, also where the sum sat inside a larger expression (``v_adj = rt.unbroadcast(e, c) * 0.5 / c`` is
+    bound first). A statement that reads the column waits for the loop's end."""
+    x, w = RNG.standard_normal((6, 4)), RNG.standard_normal(4)
+    source = s2s.source(s2s.grad(layer_norm_loss), x, w)
+    assert "mu_adj_row = rt.vm.reduce_add(mu_adj_row" in source and "_mu_adj[_k" in source, source
+    assert "_rows = rt.unbroadcast(" in source, source  # the lifted sum, in the fallback branch
+    np.testing.assert_allclose(s2s.grad(layer_norm_loss)(x, w), numerical_grad(layer_norm_loss, (x, w), 0),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.grad(centred_energy)(x), numerical_grad(centred_energy, (x,), 0),
+                               rtol=1e-6, atol=1e-8)
+
+
+def centred_energy(x):
+    c = x - np.mean(x, axis=1, keepdims=True)
+    s = np.sum(c * c, axis=1, keepdims=True)
+    return np.sum(np.sin(c) * s) + np.sum(c / (1.0 + s))
+
+
+def exp_over_rows(x, w):
+    return np.sum(np.exp(x * w - 1.0) * x)
+
+
 def min_times_row(m):
     return np.sum(np.min(m, axis=1, keepdims=True) * m)
 

@@ -1,14 +1,15 @@
 """Random straight-line matrix programs: ``jit`` against NumPy, ``grad`` against central differences.
 
 The fusion pass writes loops over ``(n, m)`` matrices that read ``(n, 1)`` columns (reductions along the
-rows with ``keepdims=True``, arithmetic of them, ``rt.unreduce`` spreading them) once per row, and leaves
-out of a loop what is not element-wise there (a sum to a column, a statement that would make a column).
+rows with ``keepdims=True``, arithmetic of them, ``rt.unreduce`` spreading them) once per row and 1-D rows
+once per column, and leaves out of a loop what is not element-wise there (a sum to a column or a row, a
+statement that would make a column).
 The main fuzzers draw vectors; these programs draw matrices, columns and rows: element-wise functions,
 arithmetic broadcasting a column or a row against a matrix, sums, means, maxima and minima along either
 axis (with and without ``keepdims``), in-place updates, and a scalar loss.
 
-Each program is checked with ``jit`` (against the program run by NumPy), ``grad`` in its matrix
-argument (against central differences) and ``hessian`` (against second differences), then ``jit`` and
+Each program is checked with ``jit`` (against the program run by NumPy), ``grad`` in both arguments
+(against central differences) and ``hessian`` (against second differences), then ``jit`` and
 ``grad`` again with matrices of another shape. An s2s refusal
 (``UnsupportedError``, ``NoRuleError``) is an outcome of its own; any other exception and any wrong number
 fail. CI runs a few programs; a campaign runs many::
@@ -121,8 +122,9 @@ def run(seed: int, index: int) -> tuple[str, str]:
             a, w = rng.standard_normal((n, m)), rng.standard_normal(m)
             value = s2s.jit(f)(a, w)
             assert value == pytest.approx(f(a, w), rel=1e-10, abs=1e-12), (value, f(a, w))
-            got, want = s2s.grad(f)(a, w), numerical_grad(f, (a, w), 0)
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * (1.0 + np.max(np.abs(want))))
+            for got, k in zip(s2s.grad(f, argnums=(0, 1))(a, w), (0, 1)):  # the row's adjoint is a column sum
+                want = numerical_grad(f, (a, w), k)
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * (1.0 + np.max(np.abs(want))))
             if (n, m) == SHAPES[0]:  # forward over reverse: the fusion pass in forward mode reads the grad's columns
                 got, want = s2s.hessian(f)(a, w), numerical_hessian(f, (a, w), 0)
                 np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * (1.0 + np.max(np.abs(want))))

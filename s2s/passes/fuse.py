@@ -52,6 +52,15 @@ original statements run, so broadcasting stays right. Sums go through
 fixed order, the same every run). Assumes the statements were simplified
 (expressions inlined).
 
+Outside forward mode a run over ``(n, m)`` matrices reads the arrays NumPy broadcasts against them
+once per element of the broadcast axis, in a loop over rows and columns: an ``(n, 1)`` column (a
+reduction along the rows with ``keepdims=True``, and arithmetic of columns) at the row's index, a 1-D
+row of ``m`` at the column's (``h = g * w``); ``x.shape[1:] == w.shape`` and ``c.shape == (n, 1)`` are
+checked at run time. A sum along the rows into a column (``t += rt.unbroadcast(e, c)``, the adjoint of a
+column broadcast; inside a larger expression it is bound to a column of its own first) adds each row into
+a scalar and writes the column's element after the row; no other statement of the loop reads that
+column. Other statements that make a column are not part of such a loop.
+
 With ``broadcast=True`` (forward mode) a run over arrays of rank r may also
 read arrays of rank r - 1, which NumPy broadcasts along the leading axis: a
 vector-mode tangent (a leading direction axis) times its primal. The loop
@@ -110,6 +119,8 @@ class _Run:
     def __init__(self, ndim: int, broadcast: bool):
         self.ndim = ndim
         self.broadcast = broadcast and ndim >= 2  # arrays of rank ndim - 1 may be read
+        # outside forward mode, a matrix run reads 1-D arrays as NumPy broadcasts them: rows (`h = g * w`)
+        self.rows = not broadcast and ndim == 2
         self.stmts: list = []
         self.inputs: list[str] = []  # arrays defined before the run that it reads
         self.read: set[str] = set()  # the inputs whose elements it reads (not only their shape)
@@ -117,6 +128,7 @@ class _Run:
         self.reductions: set[str] = set()  # scalars the run sums into
         self.aliases: dict[str, str] = {}  # `c = a` of an array the run makes: c -> a (one memory after the run)
         self.kind: str | None = None  # of a matrix run outside forward mode: "column" ((n, 1) arrays) or "full"
+        self.column_sums: dict[str, str] = {}  # a column the loop sums each row into -> its element's total
 
 
 def fuse(body: list, typemap: dict, namer: Namer, broadcast: bool = False) -> list:
@@ -152,8 +164,10 @@ class _Fuser:
         if isinstance(expr, gast.Name):
             if self.is_scalar(expr.id):
                 return expr.id not in run.reductions
+            if expr.id in run.column_sums:
+                return False
             return self.array_ndim(expr.id) == run.ndim or \
-                (run.broadcast and self.array_ndim(expr.id) == run.ndim - 1)
+                ((run.broadcast or run.rows) and self.array_ndim(expr.id) == run.ndim - 1)
         if isinstance(expr, gast.BinOp):
             return not isinstance(expr.op, gast.MatMult) and self.elementwise(expr.left, run) \
                 and self.elementwise(expr.right, run)
@@ -164,18 +178,42 @@ class _Fuser:
                 and self.elementwise(expr.comparators[0], run)
         if isinstance(expr, gast.Call) and not expr.keywords:
             spelling = attr_chain(expr.func) or ""
+            if _fact(spelling, "counts"):  # a number from shapes, the same for every element: not of a new array
+                return not {n.id for n in gast.walk(expr) if isinstance(n, gast.Name)} & run.defined
             if _fact(spelling, "elementwise"):
                 return all(self.elementwise(a, run) for a in expr.args)
             if _fact(spelling, "passes_through"):  # the identity only where its argument has like's shape
                 like = expr.args[1]
                 return isinstance(like, gast.Name) and self.array_ndim(like.id) == run.ndim \
-                    and self.elementwise(expr.args[0], run) and not self._reads_rows(expr.args[0], run)
+                    and self.elementwise(expr.args[0], run) and not self._reads_rows(expr.args[0], run) \
+                    and (not run.rows or self._reads_full(expr.args[0], run))
             if spelling == "rt.unreduce":
                 g, like, axis = expr.args[0], expr.args[1], expr.args[2]
                 if self._columns_apply(run) and self._spreads_column(expr):
                     return True
-                return isinstance(axis, gast.Constant) and axis.value is None and self.scalar_expr(g, run) \
-                    and self.elementwise(like, run) and self._reads_arrays(like)
+                return (isinstance(axis, gast.Constant) and axis.value is None and self.scalar_expr(g, run)
+                        or self._uniform(g, run)) and self.elementwise(like, run) and self._reads_arrays(like)
+        return False
+
+    def _uniform(self, expr, run: _Run) -> bool:
+        """Whether ``expr`` has one value in every element: numbers, scalars, counts, and ``rt.unreduce`` of
+        such a value (``rt.unreduce(-1.0, v, None, False) / rt.reduced_count(v, None)``, a mean's adjoint)."""
+        if isinstance(expr, gast.Constant):
+            return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+        if isinstance(expr, gast.Name):
+            return self.is_scalar(expr.id) and expr.id not in run.reductions
+        if isinstance(expr, gast.BinOp):
+            return not isinstance(expr.op, gast.MatMult) and self._uniform(expr.left, run) \
+                and self._uniform(expr.right, run)
+        if isinstance(expr, gast.UnaryOp):
+            return self._uniform(expr.operand, run)
+        if isinstance(expr, gast.Call) and not expr.keywords:
+            spelling = attr_chain(expr.func) or ""
+            if spelling == "rt.unreduce":
+                return self._uniform(expr.args[0], run)
+            if _fact(spelling, "counts") or _fact(spelling, "elementwise") and not _fact(spelling, "logical"):
+                return self.elementwise(expr, run) and all(self._uniform(a, run) for a in expr.args
+                                                           if not _fact(spelling, "counts"))
         return False
 
     def scalar_expr(self, expr, run) -> bool:
@@ -197,6 +235,17 @@ class _Fuser:
             kind = self._kind(s)
             if kind == "mixed" or run.stmts and kind != run.kind:
                 return False
+            summed = self._column_sum(s)
+            if summed is None and run.column_sums.keys() & {n.id for n in gast.walk(s) if isinstance(n, gast.Name)}:
+                return False  # a column the loop sums into is complete only after the loop
+            if summed is not None:  # `t = rt.unbroadcast(e, c)` or `t += ...`: each row's total into t's element
+                target = s.target.id if isinstance(s, gast.AugAssign) else s.targets[0].id
+                read = {n.id for r in run.stmts for n in gast.walk(r) if isinstance(n, gast.Name)}
+                if isinstance(s, gast.AugAssign) and target in run.column_sums:  # a second sum into it: one total
+                    read -= {target}
+                return target not in read | run.defined and self.elementwise(summed, run) \
+                    and self._reads_full(summed, run) and target not in {n.id for n in gast.walk(summed)
+                                                                         if isinstance(n, gast.Name)}
         bound = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else getattr(s, "target", None)
         if isinstance(bound, gast.Name) and bound.id in set(run.aliases) | set(run.aliases.values()):
             return False  # `c = a` then `a = ...` or `a += ...`: `c` must keep (or see) `a`'s memory
@@ -316,6 +365,9 @@ class _Fuser:
 
     def _lift(self, node, out: list, top: bool = False):
         node = self._as_sum(node, out)
+        if isinstance(node, gast.BinOp):  # `a - rt.mean(a, None, keepdims=True)`: the mean is a number here
+            node.left, node.right = self._as_scalar(node.left, node.right, out), \
+                self._as_scalar(node.right, node.left, out)
         for field, value in gast.iter_fields(node):
             if isinstance(value, gast.expr):
                 setattr(node, field, self._lift(value, out))
@@ -328,6 +380,70 @@ class _Fuser:
         self.types[total] = nbtypes.float64
         out.append(assign(total, node))
         return name(total)
+
+    def lift_column_sums(self, body: list) -> list:
+        """``body`` with each row sum into a column inside a larger expression bound first to a column of its
+        own (``v = rt.unbroadcast(e, c) * 0.5 / c`` becomes ``_rows = rt.unbroadcast(e, c)`` then ``v = _rows
+        * 0.5 / c``): the sum can end the loop over the matrix that computes ``e``, and ``v`` is a column
+        (see :meth:`_column_sum`). Which names are columns is followed statement by statement here, as
+        :meth:`block` follows it."""
+        known, out = set(self.columns), []
+        for s in body:
+            lifted: list = []
+            if isinstance(s, (gast.Assign, gast.AugAssign)) and pure(s.value):
+                value = self._lift_column_sum(copy.deepcopy(s.value), lifted, top=True)
+                if lifted:
+                    s = copy.copy(s)
+                    s.value = value
+            for t in lifted + [s]:
+                self.columns -= {n.id for n in gast.walk(t)
+                                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+                if isinstance(t, gast.Assign) and len(t.targets) == 1 and isinstance(t.targets[0], gast.Name) \
+                        and self.array_ndim(t.targets[0].id) == 2 and self._makes_column(t.value):
+                    self.columns.add(t.targets[0].id)
+            out += lifted + [s]
+        self.columns = known
+        return out
+
+    def _lift_column_sum(self, node, out: list, top: bool = False):
+        for field, value in gast.iter_fields(node):
+            if isinstance(value, gast.expr):
+                setattr(node, field, self._lift_column_sum(value, out))
+            elif isinstance(value, list):
+                setattr(node, field, [self._lift_column_sum(v, out) if isinstance(v, gast.expr) else v for v in value])
+        like = node.args[1] if isinstance(node, gast.Call) and attr_chain(node.func) == "rt.unbroadcast" \
+            and len(node.args) == 2 and not node.keywords and not top else None
+        if not (isinstance(like, gast.Name) and like.id in self.columns
+                and self._column_sum(gast.Assign(targets=[name(like.id, store=True)], value=node)) is not None):
+            return node
+        rows = self.namer.fresh("_rows")
+        self.types[rows] = self.types[like.id]
+        out.append(assign(rows, node))
+        return name(rows)
+
+    def _as_scalar(self, node, other, out: list):
+        """``node``, or a scalar bound first where ``node`` is a whole-array sum or mean with ``keepdims=True``
+        of a float64 array ``a`` under arithmetic with ``other``, an array of ``a``'s rank: its value (ones
+        in every axis) broadcasts as the number would (``np.var``'s ``a - rt.mean(a, None, keepdims=True)``)."""
+        spelling = attr_chain(node.func) if isinstance(node, gast.Call) else None
+        rule = lookup_spelling(spelling) if spelling else None
+        if rule is None or not rule.reduces or (rule.as_sum != "mean" and spelling not in ("np.sum", "rt.sum")):
+            return node
+        bound = rule.bind(node.args, {k.arg: k.value for k in node.keywords})
+        if bound is None or not isinstance(bound["a"], gast.Name) or _constant(bound["axis"]) is not None \
+                or not (isinstance(bound["keepdims"], gast.Constant) and bound["keepdims"].value is True):
+            return node
+        a = bound["a"].id
+        if not (isinstance(other, gast.Name) and self.array_ndim(other.id) == self.array_ndim(a)
+                and self._float_elements(bound["a"]) and set(bound) <= {"a", "axis", "keepdims", "dtype", "out"}
+                and all(_constant(bound[k]) is None for k in ("dtype", "out") if k in bound)):
+            return node
+        total = call("np.sum", name(a))
+        value = total if rule.as_sum != "mean" else gast.BinOp(left=total, op=gast.Div(), right=_attr(a, "size"))
+        scalar = self.namer.fresh("_mean" if rule.as_sum == "mean" else "_sum")
+        self.types[scalar] = nbtypes.float64
+        out.append(assign(scalar, self._lift(value, out)))
+        return name(scalar)
 
     def _as_sum(self, node, out: list):
         """``node`` written with ``np.sum`` where it is a whole-array mean, variance, standard deviation or
@@ -384,6 +500,8 @@ class _Fuser:
             return isinstance(expr.op, (gast.USub, gast.UAdd)) and self._arithmetic(expr.operand, array, other)
         if isinstance(expr, gast.Call) and not expr.keywords:
             spelling = attr_chain(expr.func) or ""
+            if _fact(spelling, "counts"):
+                return True
             if not _fact(spelling, "elementwise"):
                 return other is not None and other(expr)
             return not _fact(spelling, "logical") and all(self._arithmetic(a, array, other) for a in expr.args)
@@ -413,6 +531,8 @@ class _Fuser:
 
     def block(self, body: list) -> list:
         body = self.lift_sums(body)
+        if not self.broadcast:
+            body = self.lift_column_sums(body)
         out, k = [], 0
         while k < len(body):
             if isinstance(body[k], gast.For) and getattr(body[k], "s2s_directions", False):
@@ -523,6 +643,8 @@ class _Fuser:
                 and isinstance(bound["keepdims"], gast.Constant) and bound["keepdims"].value is True
         if isinstance(value, gast.Call) and attr_chain(value.func) == "rt.unbroadcast" and len(value.args) == 2:
             return isinstance(value.args[1], gast.Name) and value.args[1].id in self.columns
+        if _fill_like(value) is not None and len(value.args) == 1 and not value.keywords:  # np.zeros_like(c)
+            return isinstance(value.args[0], gast.Name) and value.args[0].id in self.columns
         arrays = [n.id for n in gast.walk(value) if isinstance(n, gast.Name) and self.array_ndim(n.id) is not None]
         return bool(arrays) and all(v in self.columns for v in arrays) \
             and self._arithmetic(value, lambda v: v in self.columns)
@@ -536,12 +658,19 @@ class _Fuser:
         ``"full"`` where none is, or where it is element-wise arithmetic of matrices that reads columns by
         row (``e = np.exp(z - m)`` of a column ``m``; ``rt.unreduce(c, e, 1, True)`` spreads a column
         ``c``), and ``"mixed"`` otherwise (it does not fuse)."""
+        if self._column_sum(s) is not None:
+            return "full"
         matrices = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and self.array_ndim(n.id) == 2}
         columns = matrices & self.columns
+        if any(isinstance(n, gast.Name) and self.array_ndim(n.id) == 1 for n in gast.walk(s)):
+            if columns == matrices:  # rows and columns only (an outer product): no matrix gives the extents
+                return "mixed"
+        elif not columns:
+            return "full"
+        elif columns == matrices:
+            return "column"
         if not columns:
             return "full"
-        if columns == matrices:
-            return "column"
         target = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else getattr(s, "target", None)
         if not isinstance(target, gast.Name) or target.id in self.columns:
             return "mixed"
@@ -552,10 +681,32 @@ class _Fuser:
                          for n in gast.walk(value)) if value is not None else False
         return "full" if reads_full and self._spreads(value) else "mixed"
 
+    def _column_sum(self, s):
+        """``e`` where statement ``s`` sums the rows of ``e`` into a column: ``t = rt.unbroadcast(e, c)`` or
+        ``t += rt.unbroadcast(e, c)`` of a column ``c`` (``t`` a C-contiguous column there), ``e`` matrices
+        (not only columns) under arithmetic; else None."""
+        if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add) and isinstance(s.target, gast.Name):
+            target = s.target.id
+            if target not in self.columns or getattr(self.types.get(target), "layout", "") != "C":
+                return None
+        elif isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            target = s.targets[0].id
+        else:
+            return None
+        value = s.value
+        if not (isinstance(value, gast.Call) and attr_chain(value.func) == "rt.unbroadcast" and len(value.args) == 2
+                and not value.keywords and isinstance(value.args[1], gast.Name) and value.args[1].id in self.columns
+                and self.array_ndim(target) == 2):
+            return None
+        e = value.args[0]
+        full = any(isinstance(n, gast.Name) and self.array_ndim(n.id) == 2 and n.id not in self.columns
+                   for n in gast.walk(e))
+        return e if full and self._spreads(e) else None
+
     def _spreads(self, expr) -> bool:
         """Whether ``expr`` is numbers, scalars and matrices under arithmetic, element-wise calls and
         ``rt.unreduce`` of columns along the rows: its value has the full matrices' shape."""
-        return self._arithmetic(expr, lambda v: self.array_ndim(v) == 2, other=self._spreads_column)
+        return self._arithmetic(expr, lambda v: self.array_ndim(v) in (1, 2), other=self._spreads_column)
 
     def _spreads_column(self, call) -> bool:
         """Whether ``call`` is ``rt.unreduce(g, x, 1, True)`` of a matrix ``x`` and ``g`` arithmetic of
@@ -598,6 +749,13 @@ class _Fuser:
         run.stmts.append(s)
         if self._reversed_write(s) is not None:
             return  # what it reads, the run made
+        if self._columns_apply(run) and self._column_sum(s) is not None:  # the loop writes the column's elements
+            target = s.target.id if isinstance(s, gast.AugAssign) else s.targets[0].id
+            run.column_sums.setdefault(target, self.namer.fresh(f"{target}_row"))
+            run.read |= {v for v in value_reads(s.value) if v not in run.defined}
+            run.inputs += [v for v in dict.fromkeys(n.id for n in gast.walk(s.value) if isinstance(n, gast.Name))
+                           if self.array_ndim(v) is not None and v not in run.defined and v not in run.inputs]
+            return
         reads = [n.id for n in gast.walk(s.value) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
         run.read |= {v for v in value_reads(s.value) if v not in run.defined}
         if isinstance(s, gast.AugAssign):
@@ -635,7 +793,8 @@ class _Fuser:
         bases = self._take_bases(run, later, out)  # input → its definition, computed in the loop
         columns = [v for v in run.inputs if v in self.columns] if run.kind == "full" else []  # read by row
         full = [v for v in run.inputs if self.array_ndim(v) == run.ndim and v not in bases and v not in columns]
-        rows = [v for v in run.inputs if self.array_ndim(v) == run.ndim - 1]  # broadcast along the leading axis
+        rows = [v for v in run.inputs if self.array_ndim(v) == run.ndim - 1  # broadcast along the leading axis
+                and (v in run.read or not run.rows)]  # (a shape read outside forward mode is no row)
         spaces = [b.value.args[2].id for b in bases.values()]  # the arrays the bases' rows are shaped like
         nested = bool(rows or bases or columns)
         index = self.namer.fresh("_i")
@@ -653,7 +812,8 @@ class _Fuser:
             return element[var]
 
         before, body, after, tail = [], [], [], []
-        outputs = [v for v in _ordered_targets(run) if v in later and self.array_ndim(v) is not None]
+        outputs = [v for v in _ordered_targets(run) if v in later and self.array_ndim(v) is not None
+                   and v not in run.column_sums]
         loaded: set[str] = set()
         element_assigned: set[str] = set()
 
@@ -687,6 +847,8 @@ class _Fuser:
                     return inner.visit(node.args[0])
                 if spelling == "rt.unreduce":  # a number, or a column's element of this row
                     return inner.visit(copy.deepcopy(node.args[0]))
+                if _fact(spelling, "counts"):  # read from shapes, once
+                    return node
                 inner.generic_visit(node)
                 if spelling in ("np.where", "numpy.where") and len(node.args) == 3 and not node.keywords:
                     # of scalars Numba's np.where gives a 0-d array: the element is a conditional expression
@@ -694,7 +856,25 @@ class _Fuser:
                 return node
 
         writes = [w for w in map(self._reversed_write, run.stmts) if w is not None]
+        row_start, row_end = [], []  # around the loop along a row: the totals of the column sums
+        summed_into: set[str] = set()
         for s in run.stmts:
+            summed = self._column_sum(s) if run.column_sums else None
+            if summed is not None:  # each row's total, then into the column's element of that row
+                target = s.target.id if isinstance(s, gast.AugAssign) else s.targets[0].id
+                total = run.column_sums[target]
+                body.append(assign(total, call("rt.vm.reduce_add", name(total),
+                                               _Scalarize().visit(copy.deepcopy(summed)))))
+                if target in summed_into:  # a second sum into the same column: the same total
+                    continue
+                summed_into.add(target)
+                row_start.append(assign(total, const(0.0)))
+                flat[target] = self.namer.fresh(f"_{target}")
+                slot = in_bounds(gast.Subscript(value=name(flat[target]), slice=name(outer), ctx=gast.Store()))
+                row_end.append(gast.AugAssign(target=slot, op=gast.Add(), value=name(total))
+                               if isinstance(s, gast.AugAssign) else
+                               gast.Assign(targets=[slot], value=name(total), type_comment=None))
+                continue
             write = self._reversed_write(s)
             if write is not None:  # element i of `a[::-1]` is a[a.size - 1 - i]
                 last = gast.BinOp(left=_attr(write[0], "size"), op=gast.Sub(), right=const(1))
@@ -738,6 +918,13 @@ class _Fuser:
                                right=_attr(space.id, "shape"))
         row = _attr((rows + spaces)[0], "size") if rows or spaces else \
             gast.Subscript(value=_attr(full[0], "shape"), slice=const(1), ctx=gast.Load()) if columns else None
+        column_shape = gast.Tuple(elts=[copy.deepcopy(lead), const(1)], ctx=gast.Load())
+        for s in run.stmts:  # a new column the loop sums into
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \
+                    and s.targets[0].id in run.column_sums:
+                dtype = self.types[s.targets[0].id].dtype
+                before.append(assign(s.targets[0].id, call("np.empty", copy.deepcopy(column_shape),
+                                                            dotted(f"np.{dtype}"))))
         jacobian = self._jacobian_use(run, rest, outputs, bases, full)
         orelse = [copy.deepcopy(d) for d in reversed(bases.values())] + copy.deepcopy(run.stmts)
         if jacobian is not None:  # the loop writes the Jacobian block (out.shape + x.shape) row by row
@@ -775,7 +962,8 @@ class _Fuser:
         # an input only a shape is taken from (``like`` of ``rt.unbroadcast(e, like)``) is not read: no view
         views = [assign(flat[v], call("rt.flat", name(mirrored.get(v, v)))) for v in flat
                  if v in loaded or v not in run.inputs]
-        live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions)], ctx=gast.Load())
+        live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions) + list(run.column_sums.values())],
+                          ctx=gast.Load())
         loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
         first_pass: list = []
         if jacobian is not None:  # rows outside, directions inside: the block is written in order
@@ -792,7 +980,7 @@ class _Fuser:
             if arrays:  # the costly values that do not change with the direction: one pass over the row first
                 before += [assign(a, call("np.empty", copy.deepcopy(row))) for a in arrays]
                 first_pass.append(_for(inner, copy.deepcopy(row), row_pass))
-            loop = _for(outer, lead, [_for(inner, copy.deepcopy(row), [at] + loop_body)])
+            loop = _for(outer, lead, row_start + [_for(inner, copy.deepcopy(row), [at] + loop_body)] + row_end)
         else:
             loop = _for(index, _attr(full[0], "size"), loop_body)
         # shape tests written out (a.shape == b.shape): a helper would be one more Numba compilation per
@@ -807,7 +995,8 @@ class _Fuser:
                        if not shapes.rows_of(full[0], v)]
             lead_and_one = gast.Tuple(elts=[copy.deepcopy(lead), const(1)], ctx=gast.Load())
             checks += [gast.Compare(left=_attr(v, "shape"), ops=[gast.Eq()], comparators=[copy.deepcopy(lead_and_one)])
-                       for v in columns]
+                       for v in dict.fromkeys(columns + [s.target.id for s in run.stmts if isinstance(
+                           s, gast.AugAssign) and s.target.id in run.column_sums])]
         else:
             checks += [_shape_equal(_attr(v, "shape"), (rows + spaces)[0]) for v in (rows + spaces)[1:]
                        if not shapes.same(v, (rows + spaces)[0])]

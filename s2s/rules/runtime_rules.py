@@ -75,6 +75,7 @@ defnondiff("a, a_min, a_max", rt.clip_inside)
 # ------------------------------------------------------------------- no derivative
 defnondiff("x, axis", rt.reduced_count, shape_only=("x",))
 defnondiff("shapes", rt.broadcast_size)
+mark(rt.reduced_count, rt.broadcast_size, counts=True)
 defnondiff("a, b", rt.int_power)
 defnondiff("start, stop, step", rt.reversed_range)
 defnondiff("start, step, count", rt.reversed_steps)

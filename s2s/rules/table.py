@@ -61,6 +61,7 @@ class Rule:
     device: str | None = None  # its spelling in a CUDA kernel on scalars, a template over params (device_rules)
     multilinear: bool = False  # each term of the forward rule is the call with one argument's tangent in its place
     reduces: bool = False  # reduces ``a`` over ``axis`` (with ``keepdims=True`` that axis stays, of length 1)
+    counts: bool = False  # a number of elements, from shapes only (the fusion pass reads it as a scalar)
     logical: bool = False  # element-wise with a boolean result (``np.isnan``): no number to sum or scale
     # a whole-array reduction of float64 elements the fusion pass writes as sums: "mean", "var", "std" or "norm"
     as_sum: str | None = None
