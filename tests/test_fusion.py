@@ -379,6 +379,27 @@ def centred_energy(x):
     return np.sum(np.sin(c) * s) + np.sum(c / (1.0 + s))
 
 
+def mse_and_spread(p, t):
+    return np.mean((p - t) ** 2) + np.var(p)
+
+
+def test_a_mean_s_adjoint_and_a_centred_array_are_read_as_numbers():
+    """The adjoint of a mean spreads one number (``rt.unreduce(-1.0, v, None, False) / rt.reduced_count(v,
+    None)``), and ``p - rt.mean(p, None, keepdims=True)`` (``np.var``'s adjoint) centres on one number: both
+    are read as numbers in the fused loops, where they were array operations between them."""
+    p, t = RNG.standard_normal(50), RNG.standard_normal(50)
+    source = s2s.source(s2s.grad(mse_and_spread), p, t)
+    fused = source.split("else:")[0]
+    assert "_mean = _sum / p.size" in source and "rt.mean(" not in fused, source
+    np.testing.assert_allclose(s2s.grad(mse_and_spread)(p, t), numerical_grad(mse_and_spread, (p, t), 0),
+                               rtol=1e-6, atol=1e-9)
+    z, labels = RNG.standard_normal((7, 5)), RNG.integers(0, 5, 7)
+    y = np.eye(5)[labels]
+    source = s2s.source(s2s.grad(softmax_cross_entropy), z, y)
+    loop = source[source.index("for _k2"):]
+    assert "-1.0 / rt.reduced_count(" in loop.split("else:")[0], source  # the mean's adjoint, in the loop
+
+
 def exp_over_rows(x, w):
     return np.sum(np.exp(x * w - 1.0) * x)
 
