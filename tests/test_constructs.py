@@ -841,6 +841,27 @@ def test_reshape_of_arrays_that_are_not_c_contiguous(target):
                                s2s.check.numerical_grad(f_reshape_transposed, (M34,), 0), rtol=1e-6, atol=1e-8)
 
 
+def f_linspace(x, t):
+    return np.sum(np.linspace(0.0, t, 5) * x + np.linspace(t, 2 * t, 5) ** 2)
+
+
+def f_arange_of_a_float(x, t):
+    return np.sum(np.arange(t, t + 5.0) * x)
+
+
+@targets
+def test_linspace_moves_with_its_ends(target):
+    """``np.linspace(0.0, t, 5)`` of a differentiated ``t`` was a constant (a gradient of zero from it, no
+    error); ``np.arange`` of a differentiated float start is an error, never a zero."""
+    x = np.arange(5.0) + 1.0
+    assert_grads(f_linspace, (x, 0.7), target=target)
+    assert s2s.jacfwd(f_linspace, argnums=1, target=target)(x, 0.7) == pytest.approx(
+        s2s.check.numerical_grad(f_linspace, (x, 0.7), 1), rel=1e-7)
+    assert s2s.hessian(f_linspace, argnums=1, target=target)(x, 0.7) == pytest.approx(23.75, rel=1e-10)
+    with pytest.raises(s2s.NoRuleError, match="np.arange"):
+        s2s.grad(f_arange_of_a_float, argnums=1, target=target)(x, 0.7)
+
+
 MATRIX_ORDS = (2, -2, 1, -1, np.inf, -np.inf, "fro")
 
 

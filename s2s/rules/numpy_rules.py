@@ -177,8 +177,12 @@ defnondiff("a, decimals=0", np.round, np.around)
 defnondiff("shape, dtype=None", np.zeros, np.ones, np.empty)
 defnondiff("a, dtype=None", np.zeros_like, np.ones_like, np.empty_like, fresh=True, shape_only=("a",))
 defnondiff("N, M=None, k=0, dtype=None", np.eye)
-defnondiff("start, stop=None, step=None, dtype=None", np.arange)
-defnondiff("start, stop, num=50", np.linspace)
+# a float start or step of np.arange reached by a differentiated value is an error (no rule: its one-argument
+# form names the stop `start`), never a zero; np.linspace moves each point with both ends
+defrule(np.arange, "start, stop=None, step=None, dtype=None", nondiff=("stop", "dtype"), fresh=True)
+defrule(np.linspace, "start, stop, num=50", nondiff=("num",), fresh=True,
+        jvp="start_dot * (1.0 - np.linspace(0.0, 1.0, num)) + stop_dot * np.linspace(0.0, 1.0, num)",
+        vjp=("np.sum(z_adj * (1.0 - np.linspace(0.0, 1.0, num)))", "np.sum(z_adj * np.linspace(0.0, 1.0, num))"))
 defnondiff("a, axis=None", np.argmax, np.argmin, np.argsort)
 defnondiff("x1, x2", np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or)
