@@ -845,6 +845,10 @@ def f_linspace(x, t):
     return np.sum(np.linspace(0.0, t, 5) * x + np.linspace(t, 2 * t, 5) ** 2)
 
 
+def f_log_and_geometric_spaces(x, a, b):
+    return np.sum(np.logspace(a, b, 4) * x) + np.sum(np.geomspace(a, b * 3.0, 4) * x ** 2)
+
+
 def f_arange_of_a_float(x, t):
     return np.sum(np.arange(t, t + 5.0) * x)
 
@@ -852,7 +856,8 @@ def f_arange_of_a_float(x, t):
 @targets
 def test_linspace_moves_with_its_ends(target):
     """``np.linspace(0.0, t, 5)`` of a differentiated ``t`` was a constant (a gradient of zero from it, no
-    error); ``np.arange`` of a differentiated float start is an error, never a zero."""
+    error), and so were ``np.logspace`` and ``np.geomspace``; ``np.arange`` of a differentiated float start
+    is an error, never a zero."""
     x = np.arange(5.0) + 1.0
     assert_grads(f_linspace, (x, 0.7), target=target)
     assert s2s.jacfwd(f_linspace, argnums=1, target=target)(x, 0.7) == pytest.approx(
@@ -860,6 +865,11 @@ def test_linspace_moves_with_its_ends(target):
     assert s2s.hessian(f_linspace, argnums=1, target=target)(x, 0.7) == pytest.approx(23.75, rel=1e-10)
     with pytest.raises(s2s.NoRuleError, match="np.arange"):
         s2s.grad(f_arange_of_a_float, argnums=1, target=target)(x, 0.7)
+    args = (x[:4], 0.3, 0.9)  # np.logspace and np.geomspace were constants too
+    assert_grads(f_log_and_geometric_spaces, args, target=target)
+    np.testing.assert_allclose(s2s.jacfwd(f_log_and_geometric_spaces, argnums=(1, 2), target=target)(*args),
+                               [s2s.check.numerical_grad(f_log_and_geometric_spaces, args, k) for k in (1, 2)],
+                               rtol=1e-7)
 
 
 MATRIX_ORDS = (2, -2, 1, -1, np.inf, -np.inf, "fro")

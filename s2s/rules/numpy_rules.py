@@ -183,6 +183,14 @@ defrule(np.arange, "start, stop=None, step=None, dtype=None", nondiff=("stop", "
 defrule(np.linspace, "start, stop, num=50", nondiff=("num",), fresh=True,
         jvp="start_dot * (1.0 - np.linspace(0.0, 1.0, num)) + stop_dot * np.linspace(0.0, 1.0, num)",
         vjp=("np.sum(z_adj * (1.0 - np.linspace(0.0, 1.0, num)))", "np.sum(z_adj * np.linspace(0.0, 1.0, num))"))
+# z = 10 ** linspace(start, stop), and z = start ** (1 - w) * stop ** w of the weights w = linspace(0, 1)
+_W = "np.linspace(0.0, 1.0, num)"
+defrule(np.logspace, "start, stop, num=50", nondiff=("num",), fresh=True,
+        jvp=f"z * 2.302585092994046 * (start_dot * (1.0 - {_W}) + stop_dot * {_W})",
+        vjp=(f"np.sum(z_adj * z * (1.0 - {_W})) * 2.302585092994046", f"np.sum(z_adj * z * {_W}) * 2.302585092994046"))
+defrule(np.geomspace, "start, stop, num=50", nondiff=("num",), fresh=True,
+        jvp=f"z * (start_dot * (1.0 - {_W}) / start + stop_dot * {_W} / stop)",
+        vjp=(f"np.sum(z_adj * z * (1.0 - {_W})) / start", f"np.sum(z_adj * z * {_W}) / stop"))
 defnondiff("a, axis=None", np.argmax, np.argmin, np.argsort)
 defnondiff("x1, x2", np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
            np.logical_and, np.logical_or)
@@ -310,7 +318,6 @@ defnondiff("n, dtype=None", np.identity)
 defnondiff("dimensions", np.indices)
 defnondiff("n, k=0, m=None", np.tril_indices, np.triu_indices)
 defnondiff("arr, k=0", np.tril_indices_from, np.triu_indices_from)
-defnondiff("start, stop, num=50", np.geomspace, np.logspace)
 defnondiff("x", np.signbit, np.spacing)
 defnondiff("x1, x2", np.floor_divide, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.logical_xor, np.gcd,
            np.lcm, np.left_shift, np.right_shift)
