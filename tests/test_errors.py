@@ -435,3 +435,40 @@ def test_bounds_are_checked_for_element_indexes_only():
     assert "boundscheck" not in checked and "raise IndexError" in checked  # the check is written out
     with pytest.raises(InputError, match="index 7 is out of bounds for axis 0 with size 4"):
         s2s.grad(element)(x, 7)
+
+
+V3 = np.array([0.3, 1.2, -0.4])
+IDX4 = np.array([0, 2, 2, 1])
+
+
+def norm_in_its_order(p):
+    return np.linalg.norm(V3, p)
+
+
+def interp_in_its_grid(xp):
+    return np.sum(np.interp(np.array([0.5, 1.5]), xp, np.array([0.0, 1.0, 3.0])))
+
+
+def fills_a_diagonal(x):
+    a = x * 2.0
+    np.fill_diagonal(a, 1.0)
+    return np.sum(a * a)
+
+
+def bincount_weights(w):
+    return np.sum(np.bincount(IDX4, weights=w) ** 2)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_an_argument_with_a_derivative_s2s_does_not_compute_is_refused(target):
+    """A differentiated value reaching ``np.linalg.norm``'s ``ord``, ``np.interp``'s ``xp`` or the array a
+    library call writes into (``np.fill_diagonal``) is a NoRuleError at its line: each was a silent zero."""
+    for fn, arg, words in ((norm_in_its_order, 3.0, "argument `ord`"),
+                           (interp_in_its_grid, np.array([0.0, 0.8, 2.0]), "argument `xp`"),
+                           (fills_a_diagonal, np.ones((3, 3)), "np.fill_diagonal")):
+        with pytest.raises(s2s.NoRuleError, match=words) as info:
+            s2s.grad(fn, target=target)(arg)
+        assert info.value.lineno is not None
+    w = np.array([0.3, 1.2, -0.4, 0.8])  # np.bincount's weights have a rule: d/dw of the counts
+    np.testing.assert_allclose(s2s.grad(bincount_weights, target=target)(w), [0.6, 1.6, 1.6, 1.6], rtol=1e-12)
+    np.testing.assert_allclose(s2s.jacfwd(bincount_weights, target=target)(w), [0.6, 1.6, 1.6, 1.6], rtol=1e-12)

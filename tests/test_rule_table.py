@@ -261,7 +261,7 @@ case(np.ones_like, "{x} * np.ones_like({x})", "nondiff", x=V4)
 case(np.empty_like, "{x} * np.empty_like({x}).size", "nondiff", x=V4)
 case(np.eye, "{m} @ np.eye(3)", "nondiff", m=M3)
 case(np.arange, "{x} * np.arange(4.0)", "nondiff", x=V4)
-case(np.linspace, "{x} * np.linspace(0.0, 1.0, 4)", "nondiff", x=V4)
+case(np.linspace, "{x} * np.linspace({a}, {b}, 4)", "shape", x=V4, a=normal(), b=normal())
 for _fn in (np.argmax, np.argmin, np.argsort):
     case(_fn, f"{{x}} * np.{_fn.__name__}({{x}})", "nondiff", x=spaced(4))
 for _fn in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal):
@@ -341,7 +341,7 @@ for _fn in (np.tril_indices, np.triu_indices):
 for _fn in (np.tril_indices_from, np.triu_indices_from):
     case(_fn, f"{{x}} * np.{_fn.__name__}({{m}})[0][:4]", "numba_nondiff", x=V4, m=M3)
 for _fn in (np.geomspace, np.logspace):
-    case(_fn, f"{{x}} * np.{_fn.__name__}(1.0, 2.0, 4)", "numba_nondiff", x=V4)
+    case(_fn, f"{{x}} * np.{_fn.__name__}({{a}}, {{b}}, 4)", "shape", x=V4, a=uniform(0.5, 2.0), b=uniform(0.5, 2.0))
 for _fn in (np.floor_divide, np.logical_xor):
     case(_fn, f"{{x}} * np.{_fn.__name__}({{x}} > 0.0, {{y}} > 0.0)" if _fn is np.logical_xor
          else f"{{x}} * np.{_fn.__name__}({{x}}, 0.3)", "numba_nondiff", x=uniform(0.35, 0.55, 4), y=V4)

@@ -149,6 +149,12 @@ class Activity:
                 for item in _atoms(s.value.args[-1]):
                     self._pushed.setdefault(lst, []).append(item)
                     self._alias(lst, item, s)
+            elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
+                    and (attr_chain(s.value.func) or "").startswith(("np.", "numpy.")):
+                rule, _, label = call_rule(s.value)
+                if rule is None or not rule.pure:  # `np.fill_diagonal(a, t)` may write into `a` (from `t`)
+                    names = list(_names_in(s.value))
+                    self.unknown += [(n, names, s, label) for n in names if self.typed.is_array(n)]
 
     def _assign(self, s) -> None:
         target, value = s.targets[0], s.value
@@ -209,6 +215,8 @@ class Activity:
         sources = []
         for param, arg in bound.items():
             if param in rule.nondiff:
+                if param in rule.refused:  # a derivative s2s does not compute (np.interp's `xp`)
+                    self.unknown += [(targets[0], [n], s, f"{rule.name} (argument `{param}`)") for n in _atoms(arg)]
                 continue
             names = _atoms(arg)
             if param not in rule.vjp and not (self.mode == "forward" and rule.jvp):

@@ -105,6 +105,7 @@ register_name(np.min, "np.min")
 defrule(np.cumsum, "a, axis=None", nondiff=("axis",), jvp="np.cumsum(a_dot, axis)",
         vjp="rt.cumsum_vjp(z_adj, a, axis)")
 defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", nondiff=("ord", "axis", "keepdims"),
+        refused=("ord",),
         impl="rt.norm", impl_when=("ord", "axis", "keepdims"), jvp="rt.norm_jvp(x_dot, x, z, ord, axis, keepdims)",
         vjp="rt.norm_vjp(z_adj, x, z, ord, axis, keepdims)")
 defrule(np.trace, "a", jvp="np.trace(a_dot)", vjp="z_adj * np.eye(a.shape[0], a.shape[1])")
@@ -232,7 +233,8 @@ for _fn in (np.tril, np.triu):  # masks: their own adjoints
     defrule(_fn, "m, k=0", nondiff=("k",), jvp=f"np.{_fn.__name__}(m_dot, k)", vjp=f"np.{_fn.__name__}(z_adj, k)")
 defrule(np.kron, "a, b", jvp="np.kron(a_dot, b) + np.kron(a, b_dot)",
         vjp=("rt.kron_vjp_a(z_adj, a, b)", "rt.kron_vjp_b(z_adj, a, b)"))
-defrule(np.interp, "x, xp, fp", nondiff=("xp",), jvp="x_dot * rt.interp_slope(x, xp, fp) + np.interp(x, xp, fp_dot)",
+defrule(np.interp, "x, xp, fp", nondiff=("xp",), refused=("xp",),
+        jvp="x_dot * rt.interp_slope(x, xp, fp) + np.interp(x, xp, fp_dot)",
         vjp={"x": "z_adj * rt.interp_slope(x, xp, fp)", "fp": "rt.interp_vjp_fp(z_adj, x, xp, fp)"})
 
 # ============================================================ issue 10: decompositions
@@ -306,7 +308,8 @@ defnondiff("a", np.argwhere, np.flatnonzero, np.nonzero, np.isneginf, np.isposin
 defnondiff("a, b, rtol=1e-05, atol=1e-08, equal_nan=False", np.isclose, np.allclose)
 defnondiff("a1, a2", np.array_equal)
 defnondiff("a, kth", np.argpartition)
-defnondiff("x, weights=None, minlength=0", np.bincount)
+defrule(np.bincount, "x, weights=None, minlength=0", nondiff=("x", "minlength"),
+        jvp="np.bincount(x, weights_dot, minlength)", vjp="z_adj[x]")
 defnondiff("x, bins, right=False", np.digitize)
 defnondiff("a, v, side='left'", np.searchsorted)
 defnondiff("element, test_elements, assume_unique=False, invert=False", np.isin)

@@ -62,6 +62,8 @@ class Rule:
     multilinear: bool = False  # each term of the forward rule is the call with one argument's tangent in its place
     reduces: bool = False  # reduces ``a`` over ``axis`` (with ``keepdims=True`` that axis stays, of length 1)
     counts: bool = False  # a number of elements, from shapes only (the fusion pass reads it as a scalar)
+    # nondiff parameters that do have a derivative s2s does not compute: an active value reaching one is an error
+    refused: frozenset = frozenset()
     logical: bool = False  # element-wise with a boolean result (``np.isnan``): no number to sum or scale
     # a whole-array reduction of float64 elements the fusion pass writes as sums: "mean", "var", "std" or "norm"
     as_sum: str | None = None
@@ -115,7 +117,7 @@ def _parse_params(params: str) -> tuple[tuple[str, ...], dict]:
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = (),
             sequences: tuple = (), view: bool = False, fresh: bool = False, name: str | None = None,
             impl: str | None = None, impl_when: tuple = (), expand: str | None = None,
-            check=None, broadcasting: bool = False, shape_only: tuple = ()) -> Rule:
+            check=None, broadcasting: bool = False, shape_only: tuple = (), refused: tuple = ()) -> Rule:
     """Register the forward rule ``jvp`` and reverse rule ``vjp`` of ``fn``.
 
     ``vjp`` is one expression (for a function of one differentiable
@@ -123,7 +125,8 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
     dict keyed by parameter name. A function returning a tuple gives
     ``expand``, a tuple of calls (each with a rule of its own) generated
     code makes instead; ``check(bound)`` returns why the arguments (gast
-    nodes by parameter) are not supported, or None.
+    nodes by parameter) are not supported, or None. ``refused`` names the
+    ``nondiff`` parameters that have a derivative s2s does not compute.
 
         >>> import math
         >>> defrule(math.sin, "x", jvp="x_dot * math.cos(x)", vjp="z_adj * math.cos(x)").name
@@ -139,7 +142,8 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
         vjp = dict(zip(diff, vjp))
     rule = Rule(fn, name or canonical_name(fn), names, defaults, jvp, dict(vjp), frozenset(nondiff),
                 True, frozenset(sequences), view, impl=impl, impl_when=frozenset(impl_when), fresh=fresh,
-                expand=expand, check=check, broadcasting=broadcasting, shape_only=frozenset(shape_only))
+                expand=expand, check=check, broadcasting=broadcasting, shape_only=frozenset(shape_only),
+                refused=frozenset(refused))
     _RULES[fn] = rule
     return rule
 
