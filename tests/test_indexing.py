@@ -336,3 +336,21 @@ def test_hessians_python_target(fn, x, rest):
     hess = s2s.hessian(fn, target="python")(x, *rest)
     flat = lambda v: fn(v.reshape(x.shape), *rest)  # noqa: E731
     np.testing.assert_allclose(np.reshape(hess, (x.size, x.size)), fd_hessian(flat, x.ravel()), rtol=1e-4, atol=1e-5)
+
+
+def rows_by_a_list(x):
+    return np.sum(x[[0, 2]] ** 2) + np.sum(x[[1, 1], 3] * x[0, 0])
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_list_literal_index_is_an_index_array(target):
+    """``x[[0, 2]]`` selects rows 0 and 2, as NumPy: it was compiled as ``x[0, 2]`` (one element, no error)."""
+    x = np.arange(12.0).reshape(3, 4) / 5.0
+    np.testing.assert_array_equal(s2s.jit(rows_times_one, target=target)(x), x[[0, 2]])
+    assert s2s.jit(rows_by_a_list, target=target)(x) == pytest.approx(rows_by_a_list(x), rel=1e-14)
+    np.testing.assert_allclose(s2s.grad(rows_by_a_list, target=target)(x), numerical_grad(rows_by_a_list, (x,), 0),
+                               rtol=1e-7, atol=1e-9)
+
+
+def rows_times_one(x):
+    return x[[0, 2]] * 1.0

@@ -38,7 +38,7 @@ import copy
 
 import gast
 
-from ..astutil import assign, const, is_atom, located, name, names_read, names_written
+from ..astutil import assign, const, dotted, is_atom, located, name, names_read, names_written
 from .resolve import LIST_METHODS
 
 __all__ = ["normalize"]
@@ -305,6 +305,8 @@ class _ANF:
             return gast.Slice(lower=parts[0], upper=parts[1], step=parts[2])
         if isinstance(idx, gast.Tuple):
             return gast.Tuple(elts=[self.index(e, pre) for e in idx.elts], ctx=gast.Load())
+        if isinstance(idx, gast.List):  # `x[[0, 2]]` indexes with an array (a tuple would index two axes)
+            return self.atom(gast.Call(func=dotted("np.array"), args=[idx], keywords=[]), pre)
         return self.atom(idx, pre)
 
     def call(self, expr, pre):
