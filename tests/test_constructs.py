@@ -1028,3 +1028,20 @@ def test_float32_inputs(target):
 
     np.testing.assert_allclose(gx, numerical_grad(f_f32, (x64, w64), 0), rtol=1e-4, atol=1e-5)
     assert float(gw) == pytest.approx(numerical_grad(f_f32, (x64, w64), 1), rel=1e-4)
+
+
+X_WITH_ZERO = np.array([0.0, 1.0, 2.0])
+
+
+def powers_of_data_with_a_zero(y):
+    return np.sum(X_WITH_ZERO ** y) + np.sum(np.power(X_WITH_ZERO, y * 0.5)) + math.pow(0.0, y) * 3.0
+
+
+@targets
+def test_the_exponent_s_derivative_at_a_zero_base(target):
+    """``d(x ** y)/dy = x ** y * log(x)`` is 0 where ``x == 0`` (and ``y > 0``): it was ``0 * -inf``, NaN."""
+    got = s2s.grad(powers_of_data_with_a_zero, target=target)(1.5)
+    assert got == pytest.approx(s2s.check.numerical_grad(powers_of_data_with_a_zero, (1.5,), 0), rel=1e-7)
+    second = s2s.hessian(powers_of_data_with_a_zero, target=target)(1.5)
+    assert second == pytest.approx(2.0 ** 1.5 * math.log(2.0) ** 2 + 0.25 * 2.0 ** 0.75 * math.log(2.0) ** 2,
+                                   rel=1e-10)

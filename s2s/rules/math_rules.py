@@ -25,8 +25,8 @@ defrule(math.log1p, "x", jvp="x_dot / (1.0 + x)", vjp="z_adj / (1.0 + x)")
 defrule(math.log2, "x", jvp="x_dot / (x * 0.6931471805599453)", vjp="z_adj / (x * 0.6931471805599453)")
 defrule(math.log10, "x", jvp="x_dot / (x * 2.302585092994046)", vjp="z_adj / (x * 2.302585092994046)")
 defrule(math.sqrt, "x", jvp="x_dot * 0.5 / z", vjp="z_adj * 0.5 / z")
-defrule(math.pow, "x, y", jvp="x_dot * y * x ** (y - 1.0) + y_dot * z * math.log(x)",
-        vjp=("z_adj * y * x ** (y - 1.0)", "z_adj * z * math.log(x)"))
+defrule(math.pow, "x, y", jvp="x_dot * y * x ** (y - 1.0) + y_dot * z * math.log(x + (x == 0))",
+        vjp=("z_adj * y * x ** (y - 1.0)", "z_adj * z * math.log(x + (x == 0))"))
 defrule(math.fabs, "x", jvp="x_dot * math.copysign(1.0, x)", vjp="z_adj * math.copysign(1.0, x)")
 defrule(math.hypot, "x, y", jvp="(x_dot * x + y_dot * y) / z", vjp=("z_adj * x / z", "z_adj * y / z"))
 defrule(math.erf, "x", jvp="x_dot * 1.1283791670955126 * math.exp(-x * x)",

@@ -58,9 +58,9 @@ defrule(np.multiply, "x1, x2", jvp="x1_dot * x2 + x1 * x2_dot",
 for _divide in (np.divide, np.true_divide):
     defrule(_divide, "x1, x2", jvp="x1_dot / x2 - x2_dot * z / x2",
             vjp=("rt.unbroadcast(z_adj / x2, x1)", "rt.unbroadcast(-z_adj * z / x2, x2)"), broadcasting=True)
-defrule(np.power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1) + x2_dot * z * np.log(x1)",
+defrule(np.power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1) + x2_dot * z * np.log(x1 + (x1 == 0))",
         vjp=("rt.unbroadcast(z_adj * x2 * x1 ** (x2 - 1), x1)",
-             "rt.unbroadcast(z_adj * z * np.log(x1), x2)"), broadcasting=True)
+             "rt.unbroadcast(z_adj * z * np.log(x1 + (x1 == 0)), x2)"), broadcasting=True)
 defrule(np.arctan2, "x1, x2", jvp="(x1_dot * x2 - x2_dot * x1) / (x1 * x1 + x2 * x2)",
         vjp=("rt.unbroadcast(z_adj * x2 / (x1 * x1 + x2 * x2), x1)",
              "rt.unbroadcast(-z_adj * x1 / (x1 * x1 + x2 * x2), x2)"), broadcasting=True)
@@ -276,9 +276,9 @@ defrule(np.einsum, "subscripts, a, b=None", nondiff=("subscripts",), impl="rt.ei
 defrule(np.logaddexp2, "x1, x2", jvp="x1_dot * np.exp2(x1 - z) + x2_dot * np.exp2(x2 - z)",
         vjp=("rt.unbroadcast(z_adj * np.exp2(x1 - z), x1)",
              "rt.unbroadcast(z_adj * np.exp2(x2 - z), x2)"), broadcasting=True)
-defrule(np.float_power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1.0) + x2_dot * z * np.log(x1)",
+defrule(np.float_power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1.0) + x2_dot * z * np.log(x1 + (x1 == 0))",
         vjp=("rt.unbroadcast(z_adj * x2 * x1 ** (x2 - 1.0), x1)",
-             "rt.unbroadcast(z_adj * z * np.log(x1), x2)"), broadcasting=True)
+             "rt.unbroadcast(z_adj * z * np.log(x1 + (x1 == 0)), x2)"), broadcasting=True)
 for _fn, _quotient in ((np.remainder, "np.floor"), (np.fmod, "np.trunc")):  # x1 - q(x1 / x2) * x2
     defrule(_fn, "x1, x2", jvp=f"x1_dot - x2_dot * {_quotient}(x1 / x2)",
             vjp=("rt.unbroadcast(z_adj, x1)", f"rt.unbroadcast(-z_adj * {_quotient}(x1 / x2), x2)"), broadcasting=True)

@@ -28,8 +28,8 @@ defrule(operator.truediv, "x, y",
         jvp="x_dot / y - y_dot * z / y",
         vjp=("rt.unbroadcast(z_adj / y, x)", "rt.unbroadcast(-z_adj * z / y, y)"), broadcasting=True)
 defrule(operator.pow, "x, y",
-        jvp="x_dot * y * x ** (y - 1) + y_dot * z * np.log(x)",
-        vjp=("rt.unbroadcast(z_adj * y * x ** (y - 1), x)", "rt.unbroadcast(z_adj * z * np.log(x), y)"),
+        jvp="x_dot * y * x ** (y - 1) + y_dot * z * np.log(x + (x == 0))",
+        vjp=("rt.unbroadcast(z_adj * y * x ** (y - 1), x)", "rt.unbroadcast(z_adj * z * np.log(x + (x == 0)), y)"),
         broadcasting=True)
 defrule(operator.neg, "x", jvp="-x_dot", vjp="-z_adj")
 defrule(operator.pos, "x", jvp="x_dot", vjp="z_adj")
