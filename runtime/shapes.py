@@ -35,8 +35,8 @@ __all__ = ["reshape", "squeeze", "flatten", "array", "array_vjp", "transpose_vjp
 # ------------------------------------------------------------------ reshaping
 def reshape(a, newshape):
     """``np.reshape(a, newshape)``, also of an array that is not C-contiguous (a transpose, a strided slice),
-    which Numba cannot reshape: that one is copied first (s2s refuses writing through one of two names of
-    shared memory and reading the other, so the copy cannot be told from NumPy's view).
+    which Numba reshapes only when contiguous: as NumPy, the result is a view of ``a`` where its strides
+    allow one (writes through it reach ``a``), else a copy.
 
     >>> reshape(np.arange(6.0).reshape(2, 3).T, -1)
     array([0., 3., 1., 4., 2., 5.])
@@ -44,11 +44,68 @@ def reshape(a, newshape):
     return np.reshape(a, newshape)
 
 
+@register_jitable
+def _view_strides(old_shape, old_strides, new_shape):
+    """The strides of ``new_shape`` over the memory of an array of ``old_shape`` and ``old_strides`` read in C
+    order, and whether such a view exists (it does where each run of old axes that new axes regroup steps
+    through memory evenly)."""
+    shape = [n for n in old_shape if n != 1]  # axes of length 1 step nowhere
+    strides = [st for n, st in zip(old_shape, old_strides) if n != 1]
+    out = np.zeros(len(new_shape), np.intp)
+    i = j = 0
+    while i < len(shape) and j < len(new_shape):
+        if new_shape[j] == 1:
+            j += 1
+            continue
+        i_end, j_end, old_count, new_count = i + 1, j + 1, shape[i], new_shape[j]
+        while old_count != new_count:
+            if old_count < new_count:
+                old_count *= shape[i_end]
+                i_end += 1
+            else:
+                new_count *= new_shape[j_end]
+                j_end += 1
+        for k in range(i, i_end - 1):
+            if strides[k] != shape[k + 1] * strides[k + 1]:
+                return out, False
+        out[j_end - 1] = strides[i_end - 1]
+        for k in range(j_end - 2, j - 1, -1):
+            out[k] = out[k + 1] * new_shape[k + 1]
+        i, j = i_end, j_end
+    return out, True
+
+
+@register_jitable
+def _resolved_shape(size, shape):
+    """``shape`` (an array of ints) with its one ``-1`` worked out from ``size``, as ``np.reshape`` does."""
+    out = shape.copy()
+    known, unknown = 1, -1
+    for k in range(out.size):
+        if out[k] == -1:
+            unknown = k
+        else:
+            known *= out[k]
+    if unknown >= 0 and known > 0:
+        out[unknown] = size // known
+    if np.prod(out) != size:
+        raise ValueError("cannot reshape array into the shape asked for")
+    return out
+
+
 @overload(reshape)
 def _reshape_nb(a, newshape):
-    if isinstance(a, types.Array) and a.layout != "C":
-        return lambda a, newshape: np.ascontiguousarray(a).reshape(newshape)
-    return lambda a, newshape: np.reshape(a, newshape)
+    if not (isinstance(a, types.Array) and a.layout != "C"):
+        return lambda a, newshape: np.reshape(a, newshape)
+    ndim = len(newshape) if isinstance(newshape, types.BaseTuple) else 1
+
+    def impl(a, newshape):
+        shape = to_fixed_tuple(_resolved_shape(a.size, np.array(newshape, np.intp).reshape(ndim)), ndim)
+        strides, viewed = _view_strides(a.shape, a.strides, shape)
+        if viewed and a.size > 0:
+            return np.lib.stride_tricks.as_strided(a, shape, to_fixed_tuple(strides, ndim))
+        return np.ascontiguousarray(a).reshape(shape)
+
+    return impl
 
 
 def reshape_like(g, a):

@@ -872,6 +872,22 @@ def test_linspace_moves_with_its_ends(target):
                                rtol=1e-7)
 
 
+def zero_a_column_through_a_reshape(x):
+    b = x * 2.0
+    c = b[:, 0].reshape(3, 1)  # NumPy: a view of b's first column
+    c[:] = 0.0
+    return b
+
+
+@targets
+def test_a_write_through_the_reshape_of_a_strided_view_reaches_its_base(target):
+    x = np.arange(1.0, 13.0).reshape(3, 4)
+    np.testing.assert_array_equal(s2s.jit(zero_a_column_through_a_reshape, target=target)(x),
+                                  zero_a_column_through_a_reshape(x))
+    _, tangent = s2s.jvp(zero_a_column_through_a_reshape, (x,), (np.ones_like(x),), target=target)
+    np.testing.assert_array_equal(tangent, zero_a_column_through_a_reshape(np.ones_like(x)))
+
+
 MATRIX_ORDS = (2, -2, 1, -1, np.inf, -np.inf, "fro")
 
 

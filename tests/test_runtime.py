@@ -676,3 +676,24 @@ def test_importing_the_runtime_keeps_freed_memory(keep):
                                 check=True).stdout)
     pages = 4 * 10 * (4 << 20) // 4096
     assert (faults < pages // 10) == (keep == "1"), faults
+
+
+# ------------------------------------------------------------------ reshape of strided arrays
+def _reshape_cases():
+    base = np.arange(24.0).reshape(4, 6)
+    cube = np.arange(24.0).reshape(2, 3, 4)
+    return [(base.T, (-1,)), (base.T, (3, 8)), (base[:, 0], (2, 2)), (base[:, 0], (4, 1)), (base[:, ::2], (-1,)),
+            (base[:, ::2], (4, 3)), (base[::2], (3, 4)), (base[1:, 2:], (-1,)), (base[:, 1:2], (2, 2)),
+            (cube.transpose(1, 0, 2), (3, 8)), (cube[:, :, ::2], (6, 2)), (cube[:, :, ::2], (2, 6)),
+            (cube[:, 1:], (2, 2, 4)), (cube[:, 1:], (4, 4))]
+
+
+@pytest.mark.parametrize("k", range(14))
+def test_reshape_is_a_view_where_numpy_s_is(k):
+    """Compiled ``rt.reshape`` of an array that is not C-contiguous gives NumPy's values, and shares the
+    array's memory exactly where NumPy's reshape does (a write through it then reaches the array)."""
+    a, shape = _reshape_cases()[k]
+    want = np.reshape(a, shape)
+    got = njit(lambda a, s: rt.reshape(a, s))(a, shape)
+    np.testing.assert_array_equal(got, want)
+    assert np.shares_memory(got, a) == np.shares_memory(want, a), (a.strides, shape)

@@ -129,10 +129,10 @@ defrule(np.linalg.inv, "a", jvp="-(z @ a_dot @ z)", vjp="-(z.T @ z_adj @ z.T)")
 # ----------------------------------------------------------- shape and copies
 defrule(np.transpose, "a, axes=None", nondiff=("axes",), view=True, jvp="np.transpose(a_dot, axes)",
         vjp="rt.transpose_vjp(z_adj, axes)")
-# a tangent may be a row of a directions array Numba types as non-contiguous (jacfwd of `np.reshape(x[:9], ...)`):
-# np.ascontiguousarray is that row itself wherever the memory is contiguous
+# the tangent is reshaped as the value is: a view where the value's reshape is one (a write through it reaches
+# the tangent it views), also of a row of a directions array Numba types as non-contiguous
 defrule(np.reshape, "a, newshape", nondiff=("newshape",), view=True, impl="rt.reshape",
-        jvp="np.reshape(np.ascontiguousarray(a_dot), newshape)",
+        jvp="rt.reshape(a_dot, newshape)",
         vjp="rt.reshape_like(z_adj, a)")
 defrule(np.ravel, "a", view=True, jvp="np.ravel(a_dot)", vjp="rt.reshape_like(z_adj, a)")
 def _squeeze_check(bound: dict) -> str | None:
