@@ -14,10 +14,10 @@ so a repeated letter (``ii->i``) writes the diagonal only:
         n_j = a.shape[1]
         n_k = b.shape[1]
         out = np.zeros(out_shape, dt)
-        for i in range(n_i):
-            for k in range(n_k):
-                for j in range(n_j):
-                    out[i, k] += a[i, j] * b[j, k]
+        for k_i in range(n_i):
+            for k_k in range(n_k):
+                for k_j in range(n_j):
+                    out[k_i, k_k] += a[k_i, k_j] * b[k_j, k_k]
         return out
     >>> einsum_vjp_a("ij,jk->ik", np.ones((2, 2)), np.zeros((2, 3)), np.arange(6.0).reshape(3, 2)).tolist()
     [[1.0, 5.0, 9.0], [1.0, 5.0, 9.0]]
@@ -83,11 +83,12 @@ def loop_source(terms: list[str], target: str, names: list[str], shape: str, siz
     order = list(dict.fromkeys(target + "".join(terms)))
     lines.append(f"    out = np.zeros({shape}, dt)" if target else "    out = 0.0")
     indent = "    "
-    for c in order:
-        lines.append(f"{indent}for {c} in range(n_{c}):")
+    for c in order:  # letter c's index is k_c (a letter may also be the name of an array: `bij,bjk->bik`)
+        lines.append(f"{indent}for k_{c} in range(n_{c}):")
         indent += "    "
-    product = " * ".join(f"{n}[{', '.join(s)}]" if s else n for n, s in zip(names, terms))
-    lines.append(f"{indent}out{'[' + ', '.join(target) + ']' if target else ''} += {product}")
+    product = " * ".join(f"{n}[{', '.join('k_' + c for c in s)}]" if s else n for n, s in zip(names, terms))
+    at = "[" + ", ".join("k_" + c for c in target) + "]" if target else ""
+    lines.append(f"{indent}out{at} += {product}")
     lines.append("    return out")
     return "\n".join(lines)
 

@@ -1061,3 +1061,17 @@ def test_the_exponent_s_derivative_at_a_zero_base(target):
     second = s2s.hessian(powers_of_data_with_a_zero, target=target)(1.5)
     assert second == pytest.approx(2.0 ** 1.5 * math.log(2.0) ** 2 + 0.25 * 2.0 ** 0.75 * math.log(2.0) ** 2,
                                    rel=1e-10)
+
+
+def batched_einsum(a, b):
+    return np.sum(np.einsum("bij,bjk->bik", a, b) ** 2) + np.sum(np.einsum("ga,a->g", a[0], b[0, :, 0]))
+
+
+@targets
+def test_einsum_letters_that_name_the_runtime_s_arrays(target):
+    """``'bij,bjk->bik'`` (the README's batch product) did not compile: the loop over letter ``b`` rebound
+    the runtime's operand ``b``; ``a`` and ``g`` likewise."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    assert s2s.jit(batched_einsum, target=target)(a, b) == pytest.approx(batched_einsum(a, b), rel=1e-12)
+    assert_grads(batched_einsum, (a, b), target=target, rtol=1e-6, atol=1e-7)
