@@ -350,6 +350,8 @@ def test_loops_over_matrices_read_rows_by_column():
         np.testing.assert_allclose(s2s.grad(layer_norm_loss, argnums=k)(x, w),
                                    numerical_grad(layer_norm_loss, (x, w), k), rtol=1e-6, atol=1e-8)
     assert s2s.jit(layer_norm_loss)(x, w) == pytest.approx(layer_norm_loss(x, w), rel=1e-13)
+    # a reduction along the rows of an expression (`np.mean((x - mu) ** 2, axis=1, keepdims=True)`) is a column
+    assert "v_i = _v[_k]" in s2s.source(s2s.jit(layer_norm_loss), x, w)
     for one in (RNG.standard_normal(1), RNG.standard_normal((6, 1))):  # broadcast as NumPy does: unfused
         assert s2s.jit(exp_over_rows)(x, one) == pytest.approx(exp_over_rows(x, one), rel=1e-13)
         np.testing.assert_allclose(s2s.grad(exp_over_rows)(x, one), numerical_grad(exp_over_rows, (x, one), 0),

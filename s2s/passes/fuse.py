@@ -638,8 +638,9 @@ class _Fuser:
         if isinstance(value, gast.Call) and _fact(attr_chain(value.func) or "", "reduces"):
             rule = lookup_spelling(attr_chain(value.func))
             bound = rule.bind(value.args, {k.arg: k.value for k in value.keywords})
-            return bound is not None and isinstance(bound["a"], gast.Name) and self.array_ndim(bound["a"].id) == 2 \
-                and _constant(bound["axis"]) in (1, -1) \
+            ranks = [self.array_ndim(n.id) for n in gast.walk(bound["a"]) if isinstance(n, gast.Name)
+                     and self.array_ndim(n.id) is not None] if bound is not None else []
+            return bool(ranks) and max(ranks) == 2 and _constant(bound["axis"]) in (1, -1) \
                 and isinstance(bound["keepdims"], gast.Constant) and bound["keepdims"].value is True
         if isinstance(value, gast.Call) and attr_chain(value.func) == "rt.unbroadcast" and len(value.args) == 2:
             return isinstance(value.args[1], gast.Name) and value.args[1].id in self.columns
