@@ -223,7 +223,7 @@ class Builder:
 
     def _check(self, root: Function, typed: Typed) -> None:
         params = root.params
-        for k in self.argnums:
+        for k in self.argnums if self.transform != "jit" else ():  # jit differentiates nothing
             if k >= len(params) or k < -len(params):
                 raise InputError(f"argnums {k} is out of range: {root.src.name} takes {len(params)} arguments")
             t = typed.arg_types[k]

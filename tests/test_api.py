@@ -330,3 +330,15 @@ def test_numba_performance_warnings_about_generated_code_are_not_shown(monkeypat
         g = s2s.grad(matrix_of_a_reversed_row)(x)
     assert not [w for w in caught if issubclass(w.category, NumbaPerformanceWarning)]
     np.testing.assert_allclose(g, numerical_grad(matrix_of_a_reversed_row, (x,), 0), rtol=1e-6, atol=1e-9)
+
+
+def scale_by_count(n, x):
+    return x * n
+
+
+@targets
+def test_jit_takes_integer_arguments(target):
+    """``jit`` differentiates nothing: an int argument in first place was refused as not a float."""
+    assert s2s.jit(scale_by_count, target=target)(2, 1.5) == 3.0
+    with pytest.raises(s2s.InputError, match="argument `n`"):
+        s2s.grad(scale_by_count, target=target)(2, 1.5)
