@@ -402,6 +402,18 @@ def test_a_mean_s_adjoint_and_a_centred_array_are_read_as_numbers():
     assert "-1.0 / rt.reduced_count(" in loop.split("else:")[0], source  # the mean's adjoint, in the loop
 
 
+def centred_along(a, k):
+    return np.sum((a - np.mean(a, axis=k, keepdims=True)) ** 2 * a)
+
+
+def test_a_mean_along_a_computed_axis_is_not_a_number():
+    """Only a mean over the whole array (``axis=None`` written out) centres on a number: an axis held in a
+    variable was taken for None (a wrong ``jit`` value while this stop's change was being written)."""
+    a = RNG.standard_normal((3, 4))
+    for k in (0, 1):
+        assert s2s.jit(centred_along)(a, k) == pytest.approx(centred_along(a, k), rel=1e-13)
+
+
 def exp_over_rows(x, w):
     return np.sum(np.exp(x * w - 1.0) * x)
 

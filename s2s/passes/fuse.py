@@ -430,13 +430,15 @@ class _Fuser:
         if rule is None or not rule.reduces or (rule.as_sum != "mean" and spelling not in ("np.sum", "rt.sum")):
             return node
         bound = rule.bind(node.args, {k.arg: k.value for k in node.keywords})
-        if bound is None or not isinstance(bound["a"], gast.Name) or _constant(bound["axis"]) is not None \
+        if bound is None or not isinstance(bound["a"], gast.Name) \
+                or not (isinstance(bound["axis"], gast.Constant) and bound["axis"].value is None) \
                 or not (isinstance(bound["keepdims"], gast.Constant) and bound["keepdims"].value is True):
             return node
         a = bound["a"].id
         if not (isinstance(other, gast.Name) and self.array_ndim(other.id) == self.array_ndim(a)
                 and self._float_elements(bound["a"]) and set(bound) <= {"a", "axis", "keepdims", "dtype", "out"}
-                and all(_constant(bound[k]) is None for k in ("dtype", "out") if k in bound)):
+                and all(isinstance(bound[k], gast.Constant) and bound[k].value is None
+                        for k in ("dtype", "out") if k in bound)):
             return node
         total = call("np.sum", name(a))
         value = total if rule.as_sum != "mean" else gast.BinOp(left=total, op=gast.Div(), right=_attr(a, "size"))
