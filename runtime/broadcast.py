@@ -148,7 +148,7 @@ def _unreduce_nb(g, x, axis, keepdims):
     if not isinstance(x, types.Array):
         return lambda g, x, axis, keepdims: g
     # a scalar adjoint of a float32 array's sum spreads as float32 (the derivative has the input's dtype)
-    dtype = x.dtype if isinstance(x.dtype, types.Float) and not isinstance(g, types.Array) else types.float64
+    dtype = _float_type(x) if not isinstance(g, types.Array) else types.float64
     if axis is None or isinstance(axis, types.NoneType):
         if isinstance(g, types.Array):
             return lambda g, x, axis, keepdims: np.full(x.shape, np.sum(g))
@@ -336,6 +336,11 @@ def _float_dtype(x):
     return dtype if dtype.kind == "f" else np.float64
 
 
+def _float_type(ty):
+    """:func:`_float_dtype` of the Numba array type ``ty``."""
+    return ty.dtype if isinstance(ty.dtype, types.Float) else types.float64
+
+
 def basis(count, offset, x):
     """``count`` directions in the space of ``x``: direction ``offset + j`` is the ``j``-th unit vector.
 
@@ -357,7 +362,7 @@ def basis(count, offset, x):
 @overload(basis)
 def _basis_nb(count, offset, x):
     if isinstance(x, types.Array):
-        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
+        dtype = _float_type(x)
 
         def array_impl(count, offset, x):
             out = np.zeros((count, x.size), dtype)
@@ -391,7 +396,7 @@ def basis_row(k, offset, x):
 @overload(basis_row)
 def _basis_row_nb(k, offset, x):
     if isinstance(x, types.Array):
-        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
+        dtype = _float_type(x)
 
         def array_impl(k, offset, x):
             out = np.zeros(x.shape, dtype)
@@ -715,7 +720,7 @@ def direction_zeros(count, like):
 @overload(direction_zeros)
 def _direction_zeros_nb(count, like):
     if isinstance(like, types.Array):
-        dtype = like.dtype if isinstance(like.dtype, types.Float) else types.float64
+        dtype = _float_type(like)
         return lambda count, like: np.zeros((count,) + like.shape, dtype)
     return lambda count, like: np.zeros(count)
 
