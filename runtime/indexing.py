@@ -188,7 +188,7 @@ def _flat_indices(indices):
 def _flat_indices_nb(indices):
     if isinstance(indices, types.Integer):
         return lambda indices: np.full(1, indices)
-    return lambda indices: np.ascontiguousarray(indices).ravel()
+    return lambda indices: np.ascontiguousarray(np.asarray(indices)).ravel()  # a tuple of indices too
 
 
 @overload(take_vjp)

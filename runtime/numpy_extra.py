@@ -23,10 +23,10 @@ from numba.core import errors, types
 
 from .broadcast import reduced_count
 from .helper_cache import overload, register_jitable
-from .reductions import _is_none, _norm_axis, _shape_one, mean
+from .reductions import _is_none, _norm_axis, _shape_one, _v3, mean
 
-__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod_jvp", "cumprod_vjp", "cumprod_hvp",
-           "cumprod_vjp_jvp", "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp",
+__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod", "flip", "roll", "cumprod_jvp", "cumprod_vjp",
+           "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp",
            "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff", "pair_diff_vjp",
            "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d", "polyval_vjp_p", "int_power"]
 
@@ -107,89 +107,204 @@ def _diff_edge_nb(value, a, axis):
     return lambda value, a, axis: np.full(_shape_one(a.shape, _norm_axis(axis, a.ndim)), value)
 
 
-# ------------------------------------------------------------------ cumprod (of the flattened array)
-@register_jitable
-def cumprod_jvp(t, a):
-    """Tangent of ``np.cumprod(a)`` (flattened) along ``t``, without dividing by ``a`` (zeros allowed)."""
-    af, tf = np.ascontiguousarray(a).reshape(a.size), np.ascontiguousarray(t).reshape(t.size)
-    out = np.empty(af.size, np.float64)
-    z, z_dot = 1.0, 0.0
-    for i in range(af.size):
-        z_dot = z_dot * af[i] + z * tf[i]
-        z = z * af[i]
-        out[i] = z_dot
-    return out
+# ------------------------------------------------------------------ cumprod (along an axis, or of the flattened array)
+# Each helper runs the product's recurrence along every line of ``_v3(a, axis)``, so none divides by ``a``
+# (zeros allowed). The tangents and the adjoint are shaped like np.cumprod's result, or like ``a``.
+def cumprod(a, axis=None):
+    """``np.cumprod(a, axis)``, the axis also in compiled code (Numba's takes none).
+
+    >>> cumprod(np.array([[1.0, 2.0], [3.0, 4.0]]), axis=0)
+    array([[1., 2.],
+           [3., 8.]])
+    """
+    return np.cumprod(a, axis)
+
+
+@overload(cumprod)
+def _cumprod_nb(a, axis=None):
+    if _is_none(axis):
+        return lambda a, axis=None: np.cumprod(a)
+
+    def impl(a, axis=None):
+        a3 = _v3(a, axis)
+        out = np.empty(a3.shape, a3.dtype)
+        one = np.ones(1, a3.dtype)[0]
+        for i in range(a3.shape[0]):
+            for j in range(a3.shape[2]):
+                z = one
+                for k in range(a3.shape[1]):
+                    z = z * a3[i, k, j]
+                    out[i, k, j] = z
+        return out.reshape(a.shape)
+
+    return impl
+
+
+def _cum_like(r3, a, axis):
+    """The ``(before, along, after)`` result ``r3`` shaped as ``np.cumprod(a, axis)`` shapes its result."""
+    return r3.reshape(-1) if axis is None else r3.reshape(np.shape(a))
+
+
+@overload(_cum_like)
+def _cum_like_nb(r3, a, axis):
+    if _is_none(axis):
+        return lambda r3, a, axis: r3.reshape(r3.size)
+    return lambda r3, a, axis: r3.reshape(a.shape)
 
 
 @register_jitable
-def cumprod_vjp(g, a):
-    """Adjoint of ``a`` in ``np.cumprod(a)`` (flattened), shaped like ``a``, without dividing by ``a``."""
-    af = np.ascontiguousarray(a).reshape(a.size)
-    n = af.size
-    before = np.empty(n, np.float64)  # product of the elements before i
-    p = 1.0
-    for i in range(n):
-        before[i] = p
-        p = p * af[i]
-    out = np.empty(n, np.float64)
-    tail = 0.0  # sum over k >= i of g[k] * product of a[i+1..k]
-    for i in range(n - 1, -1, -1):
-        tail = g[i] + (af[i + 1] * tail if i + 1 < n else 0.0)
-        out[i] = before[i] * tail
-    return out.reshape(a.shape)
+def cumprod_jvp(t, a, axis):
+    """Tangent of ``np.cumprod(a, axis)`` along ``t`` (shaped like ``a``).
+
+    >>> cumprod_jvp(np.array([1.0, 0.0, 0.0]), np.array([2.0, 3.0, 5.0]), None)
+    array([ 1.,  3., 15.])
+    """
+    a3, t3 = _v3(a, axis), _v3(t, axis)
+    out = np.empty(a3.shape, np.float64)
+    for i in range(a3.shape[0]):
+        for j in range(a3.shape[2]):
+            z, z_dot = 1.0, 0.0
+            for k in range(a3.shape[1]):
+                z_dot = z_dot * a3[i, k, j] + z * t3[i, k, j]
+                z = z * a3[i, k, j]
+                out[i, k, j] = z_dot
+    return _cum_like(out, a, axis)
 
 
 @register_jitable
-def cumprod_hvp(t, s, a):
-    """Second tangent of ``np.cumprod(a)`` (flattened) along ``t`` and ``s``: the tangent of ``cumprod_jvp(t, a)``.
+def cumprod_vjp(g, a, axis):
+    """Adjoint of ``a`` in ``np.cumprod(a, axis)`` for the adjoint ``g`` of its result; shaped like ``a``.
 
-    Symmetric in ``t`` and ``s``; no division by ``a`` (zeros allowed).
+    >>> cumprod_vjp(np.array([0.0, 0.0, 1.0]), np.array([2.0, 3.0, 5.0]), None)
+    array([15., 10.,  6.])
+    """
+    a3, g3 = _v3(a, axis), _v3(g, axis)
+    n = a3.shape[1]
+    out = np.empty(a3.shape, np.float64)
+    before = np.empty(n, np.float64)  # product of the elements before k
+    for i in range(a3.shape[0]):
+        for j in range(a3.shape[2]):
+            p = 1.0
+            for k in range(n):
+                before[k] = p
+                p = p * a3[i, k, j]
+            tail = 0.0  # sum over m >= k of g[m] * product of a[k+1..m]
+            for k in range(n - 1, -1, -1):
+                tail = g3[i, k, j] + (a3[i, k + 1, j] * tail if k + 1 < n else 0.0)
+                out[i, k, j] = before[k] * tail
+    return out.reshape(np.shape(a))
 
-    >>> cumprod_hvp(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]), np.array([2.0, 3.0, 5.0]))
+
+@register_jitable
+def cumprod_hvp(t, s, a, axis):
+    """Second tangent of ``np.cumprod(a, axis)`` along ``t`` and ``s``: the tangent of ``cumprod_jvp(t, a, axis)``.
+
+    Symmetric in ``t`` and ``s``.
+
+    >>> cumprod_hvp(np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]), np.array([2.0, 3.0, 5.0]), None)
     array([0., 1., 5.])
     """
-    af = np.ascontiguousarray(a).reshape(a.size)
-    tf, sf = np.ascontiguousarray(t).reshape(t.size), np.ascontiguousarray(s).reshape(s.size)
-    out = np.empty(af.size, np.float64)
-    z, z_t, z_s, z_ts = 1.0, 0.0, 0.0, 0.0  # the product so far, its tangents along t and s, and along both
-    for i in range(af.size):
-        z_ts = z_ts * af[i] + z_t * sf[i] + z_s * tf[i]
-        z_t, z_s = z_t * af[i] + z * tf[i], z_s * af[i] + z * sf[i]
-        z = z * af[i]
-        out[i] = z_ts
-    return out
+    a3, t3, s3 = _v3(a, axis), _v3(t, axis), _v3(s, axis)
+    out = np.empty(a3.shape, np.float64)
+    for i in range(a3.shape[0]):
+        for j in range(a3.shape[2]):
+            z, z_t, z_s, z_ts = 1.0, 0.0, 0.0, 0.0  # the product so far, its tangents along t and s, and both
+            for k in range(a3.shape[1]):
+                ak, tk, sk = a3[i, k, j], t3[i, k, j], s3[i, k, j]
+                z_ts = z_ts * ak + z_t * sk + z_s * tk
+                z_t, z_s = z_t * ak + z * tk, z_s * ak + z * sk
+                z = z * ak
+                out[i, k, j] = z_ts
+    return _cum_like(out, a, axis)
 
 
 @register_jitable
-def cumprod_vjp_jvp(g, t, a):
-    """Tangent of ``cumprod_vjp(g, a)`` along the tangent ``t`` of ``a``; shaped like ``a``.
+def cumprod_vjp_jvp(g, t, a, axis):
+    """Tangent of ``cumprod_vjp(g, a, axis)`` along the tangent ``t`` of ``a``; shaped like ``a``.
 
-    Also the adjoint of ``a`` in ``cumprod_jvp(t, a)`` given its adjoint ``g``
-    (the second derivative of ``np.cumprod`` is symmetric). No division by ``a``.
+    Also the adjoint of ``a`` in ``cumprod_jvp(t, a, axis)`` given its adjoint ``g`` (the second derivative
+    of ``np.cumprod`` is symmetric).
 
-    >>> cumprod_vjp_jvp(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]), np.array([2.0, 3.0, 5.0]))
+    >>> cumprod_vjp_jvp(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]), np.array([2.0, 3.0, 5.0]), None)
     array([0., 5., 3.])
     """
-    af, tf = np.ascontiguousarray(a).reshape(a.size), np.ascontiguousarray(t).reshape(t.size)
-    gf = np.ascontiguousarray(g).reshape(g.size)
-    n = af.size
-    before = np.empty(n, np.float64)  # product of the elements before i, and its tangent
+    a3, t3, g3 = _v3(a, axis), _v3(t, axis), _v3(g, axis)
+    n = a3.shape[1]
+    out = np.empty(a3.shape, np.float64)
+    before = np.empty(n, np.float64)  # product of the elements before k, and its tangent
     before_dot = np.empty(n, np.float64)
-    p, p_dot = 1.0, 0.0
-    for i in range(n):
-        before[i], before_dot[i] = p, p_dot
-        p_dot = p_dot * af[i] + p * tf[i]
-        p = p * af[i]
-    out = np.empty(n, np.float64)
-    tail, tail_dot = 0.0, 0.0  # as in cumprod_vjp, and its tangent
-    for i in range(n - 1, -1, -1):
-        if i + 1 < n:
-            tail_dot = af[i + 1] * tail_dot + tf[i + 1] * tail
-            tail = gf[i] + af[i + 1] * tail
-        else:
-            tail_dot, tail = 0.0, gf[i]
-        out[i] = before_dot[i] * tail + before[i] * tail_dot
-    return out.reshape(a.shape)
+    for i in range(a3.shape[0]):
+        for j in range(a3.shape[2]):
+            p, p_dot = 1.0, 0.0
+            for k in range(n):
+                before[k], before_dot[k] = p, p_dot
+                p_dot = p_dot * a3[i, k, j] + p * t3[i, k, j]
+                p = p * a3[i, k, j]
+            tail, tail_dot = 0.0, 0.0  # as in cumprod_vjp, and its tangent
+            for k in range(n - 1, -1, -1):
+                if k + 1 < n:
+                    tail_dot = a3[i, k + 1, j] * tail_dot + t3[i, k + 1, j] * tail
+                    tail = g3[i, k, j] + a3[i, k + 1, j] * tail
+                else:
+                    tail_dot, tail = 0.0, g3[i, k, j]
+                out[i, k, j] = before_dot[k] * tail + before[k] * tail_dot
+    return out.reshape(np.shape(a))
+
+
+# ------------------------------------------------------------------ flip and roll along an axis
+def flip(m, axis=None):
+    """``np.flip(m, axis)`` with one axis also in compiled code: a view of ``m``, as NumPy's.
+
+    >>> flip(np.array([[1.0, 2.0], [3.0, 4.0]]), 1)
+    array([[2., 1.],
+           [4., 3.]])
+    """
+    return np.flip(m, axis)
+
+
+@overload(flip)
+def _flip_nb(m, axis=None):
+    if _is_none(axis):
+        return lambda m, axis=None: np.flip(m)
+    if not isinstance(axis, types.Integer):
+        raise errors.TypingError(f"rt.flip: axis must be None or one int in compiled code, got {axis}")
+    # the axis to the front, reversed there by a slice, and back: three views
+    return lambda m, axis=None: np.swapaxes(np.swapaxes(m, 0, _norm_axis(axis, m.ndim))[::-1], 0,
+                                            _norm_axis(axis, m.ndim))
+
+
+def roll(a, shift, axis=None):
+    """``np.roll(a, shift, axis)`` with one axis also in compiled code.
+
+    >>> roll(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), 1, 1)
+    array([[3., 1., 2.],
+           [6., 4., 5.]])
+    """
+    return np.roll(a, shift, axis)
+
+
+@overload(roll)
+def _roll_nb(a, shift, axis=None):
+    if not isinstance(shift, types.Integer):
+        raise errors.TypingError(f"rt.roll: shift must be one int in compiled code, got {shift}")
+    if _is_none(axis):
+        return lambda a, shift, axis=None: np.roll(a, shift)
+    if not isinstance(axis, types.Integer):
+        raise errors.TypingError(f"rt.roll: axis must be None or one int in compiled code, got {axis}")
+
+    def impl(a, shift, axis=None):
+        ax = _norm_axis(axis, a.ndim)
+        out = np.empty(a.shape, a.dtype)
+        n = a.shape[ax]
+        if n == 0:
+            return out
+        k = shift % n
+        src, dst = np.swapaxes(a, 0, ax), np.swapaxes(out, 0, ax)  # the axis to the front, as views
+        dst[k:] = src[:n - k]
+        dst[:k] = src[n - k:]
+        return out
+
+    return impl
 
 
 # ------------------------------------------------------------------ var and std with axis, ddof, keepdims

@@ -16,6 +16,7 @@ import pytest
 from conftest import assert_grads, targets
 
 import s2s
+from s2s.check import numerical_grad
 
 RNG = np.random.default_rng(0)
 X3 = np.array([0.7, -1.3, 2.1])
@@ -999,6 +1000,49 @@ def f_methods(x):
 @targets
 def test_array_methods(target):
     assert_grads(f_methods, (M34,), target=target)
+
+
+def f_more_methods(x):
+    picked = x.take([0, 2], axis=1) ** 2 + x.swapaxes(0, 1)[:2, :3].T * 0.5
+    order = x[0].argsort()
+    flag = 1.0 if x.any() and (x > -10.0).all() else 0.0
+    return (x.std() + x.var(axis=0)[1] * 2.0 + np.sum(np.sin(x.cumprod(axis=1))) + x[:, :3].trace() * flag
+            + np.sum(picked) * x[1, order[0]] + np.sum(x.round(1)) * 0.0)
+
+
+@targets
+def test_more_array_methods(target):
+    """std, var, cumprod, trace, swapaxes, take (a list of indices), argsort, any, all, round: each the
+    NumPy function of the same name."""
+    assert_grads(f_more_methods, (M34,), target=target)
+    np.testing.assert_allclose(s2s.jit(f_more_methods, target=target)(M34), f_more_methods(M34), rtol=1e-12)
+
+
+def f_axis_moves(x, w):
+    return (np.sum(np.sin(np.cumprod(x, axis=0)) * w) + np.sum(np.roll(x, -1, axis=1) * w * x)
+            + np.sum(np.cos(np.flip(x, axis=1)) * w) + np.sum(np.roll(x, 5) * x))
+
+
+@targets
+def test_cumprod_roll_and_flip_along_an_axis(target):
+    """Numba's np.cumprod, np.roll and np.flip take no axis: the runtime's do, first and second order."""
+    w = np.arange(12.0).reshape(3, 4) / 10.0
+    assert_grads(f_axis_moves, (M34, w), argnums=0, target=target)
+    np.testing.assert_allclose(s2s.jit(f_axis_moves, target=target)(M34, w), f_axis_moves(M34, w), rtol=1e-12)
+    hess = s2s.hessian(f_axis_moves, target=target)(M34, w).reshape(12, 12)
+    python_grad = s2s.grad(f_axis_moves, target="python")
+    column = numerical_grad(lambda x, w: python_grad(x, w)[1, 2], (M34, w), 0).ravel()
+    np.testing.assert_allclose(hess[6], column, rtol=1e-5, atol=1e-6)
+
+
+def f_flip_view(x):
+    y = x * 2.0
+    np.flip(y, axis=1)[0, 0] = 7.0  # a view, as NumPy's: the write reaches y
+    return y
+
+
+def test_flip_along_an_axis_is_a_view():
+    np.testing.assert_array_equal(s2s.jit(f_flip_view)(M34), f_flip_view(M34))
 
 
 def f_linalg(a, b):

@@ -139,6 +139,7 @@ case(np.sort, "np.sort({x})", "reduce", x=lambda rng: spaced(6)(rng).reshape(2, 
 case(np.diff, "np.diff({x})", "reduce", x=normal(5))
 case(np.diff, "np.diff({x}, 2)", "reduce", x=normal(2, 5))
 case(np.cumprod, "np.cumprod({x})", "reduce", x=away(0.5, 1.5, 5))
+case(np.cumprod, "np.cumprod({x}, axis=0)", "reduce", x=away(0.5, 1.5, 3, 2))
 for _fn in (np.var, np.std):
     _name = _fn.__name__
     case(_fn, f"np.{_name}({{x}})", "reduce", x=normal(6))
@@ -188,8 +189,10 @@ for _rhs in ((3,), (3, 2)):
     for _fn in (rt.solve_vjp_a, rt.solve_vjp_b):
         case(_fn, f"rt.{_fn.__name__}({{g}}, {{a}}, {{b}}, {{s}})", "helpers", fixed=("b",), g=normal(*_rhs),
              a=well_conditioned(3), b=normal(*_rhs), s=normal(*_rhs))
-case(rt.cumprod_jvp, "rt.cumprod_jvp({t}, {a})", "helpers", t=normal(2, 3), a=away(0.5, 1.5, 2, 3))
-case(rt.cumprod_vjp, "rt.cumprod_vjp({g}, {a})", "helpers", g=normal(6), a=away(0.5, 1.5, 2, 3))
+case(rt.cumprod_jvp, "rt.cumprod_jvp({t}, {a}, None)", "helpers", t=normal(2, 3), a=away(0.5, 1.5, 2, 3))
+case(rt.cumprod_vjp, "rt.cumprod_vjp({g}, {a}, None)", "helpers", g=normal(6), a=away(0.5, 1.5, 2, 3))
+case(rt.cumprod_jvp, "rt.cumprod_jvp({t}, {a}, 1)", "helpers", t=normal(2, 3), a=away(0.5, 1.5, 2, 3))
+case(rt.cumprod_vjp, "rt.cumprod_vjp({g}, {a}, 0)", "helpers", g=normal(2, 3), a=away(0.5, 1.5, 2, 3))
 
 # ------------------------------------------------------------------ moving elements
 case(np.transpose, "np.transpose({x})", "shape", x=normal(2, 3))
@@ -204,6 +207,8 @@ case(np.expand_dims, "np.expand_dims({x}, 0)", "shape", x=normal(3))
 for _fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
     case(_fn, f"np.{_fn.__name__}({{x}})", "shape", x=normal(3))
 case(np.roll, "np.roll({x}, 2)", "shape", x=normal(2, 3))
+case(np.roll, "np.roll({x}, -1, axis=1)", "shape", x=normal(2, 3))
+case(np.flip, "np.flip({x}, axis=1)", "shape", x=normal(2, 3))
 for _fn in (np.flip, np.fliplr, np.flipud, np.tril, np.triu):
     case(_fn, f"np.{_fn.__name__}({{x}})", "shape", x=normal(3, 3))
 case(np.tril, "np.tril({x}, -1)", "shape", x=normal(3, 3))
@@ -507,12 +512,17 @@ def _first_order(b: Built, target: str) -> str | None:
 
 
 def _second_order(b: Built) -> str | None:
-    """``u · H v`` by jvp of grad (``target="python"``) against a four-point central difference."""
-    h = 1e-4
+    """``u · H v`` by jvp of grad (``target="python"``) against a four-point central difference, extrapolated
+    (Richardson: steps 3h and h cancel the h² error, which a term with large higher derivatives makes
+    visible)."""
     rng = np.random.default_rng(2)
     u, v = rng.normal(size=b.p.size), rng.normal(size=b.p.size)
-    fd = (b.fn(b.p + h * u + h * v) - b.fn(b.p + h * u - h * v) - b.fn(b.p - h * u + h * v)
-          + b.fn(b.p - h * u - h * v)) / (4 * h * h)
+
+    def difference(h):
+        return (b.fn(b.p + h * u + h * v) - b.fn(b.p + h * u - h * v) - b.fn(b.p - h * u + h * v)
+                + b.fn(b.p - h * u - h * v)) / (4 * h * h)
+
+    fd = (9 * difference(1e-4) - difference(3e-4)) / 8
     _, hv = s2s.jvp(s2s.grad(b.fn, target="python"), (b.p,), (v,), target="python")
     got = float(u @ hv)
     if not abs(got - fd) <= 1e-4 * max(1.0, abs(fd)):  # a NaN fails too

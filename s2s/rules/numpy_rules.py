@@ -202,7 +202,8 @@ defnondiff("a", np.ndim, impl="rt.ndim")  # Numba has no np.ndim
 # ============================================================ issue 10: sorting, differences, statistics
 defrule(np.sort, "a", jvp="rt.sort_jvp(a_dot, a)", vjp="rt.sort_vjp(z_adj, a)")
 defrule(np.diff, "a, n=1", nondiff=("n",), jvp="np.diff(a_dot, n)", vjp="rt.diff_vjp(z_adj, n)")
-defrule(np.cumprod, "a", jvp="rt.cumprod_jvp(a_dot, a)", vjp="rt.cumprod_vjp(z_adj, a)")
+defrule(np.cumprod, "a, axis=None", nondiff=("axis",), impl="rt.cumprod", impl_when=("axis",),
+        jvp="rt.cumprod_jvp(a_dot, a, axis)", vjp="rt.cumprod_vjp(z_adj, a, axis)")
 _CENTRED = "(a - rt.mean(a, axis, keepdims=True))"
 _DOF = "(rt.reduced_count(a, axis) - ddof)"
 defrule(np.var, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
@@ -226,8 +227,11 @@ for _fn, _form in ((np.mean, "mean"), (np.var, "var"), (np.std, "std"), (np.lina
 # ============================================================ issue 10: moving elements
 for _fn in (np.atleast_1d, np.atleast_3d):
     defrule(_fn, "a", view=True, jvp=f"np.{_fn.__name__}(a_dot)", vjp="rt.reshape_like(z_adj, a)")
-defrule(np.roll, "a, shift", nondiff=("shift",), jvp="np.roll(a_dot, shift)", vjp="np.roll(z_adj, -shift)")
-for _fn in (np.flip, np.fliplr, np.flipud):  # each its own inverse and adjoint
+defrule(np.roll, "a, shift, axis=None", nondiff=("shift", "axis"), impl="rt.roll", impl_when=("axis",),
+        jvp="rt.roll(a_dot, shift, axis)", vjp="rt.roll(z_adj, -shift, axis)")
+defrule(np.flip, "m, axis=None", nondiff=("axis",), view=True, impl="rt.flip", impl_when=("axis",),
+        jvp="rt.flip(m_dot, axis)", vjp="rt.flip(z_adj, axis)")  # its own inverse and adjoint
+for _fn in (np.fliplr, np.flipud):
     defrule(_fn, "m", view=True, jvp=f"np.{_fn.__name__}(m_dot)", vjp=f"np.{_fn.__name__}(z_adj)")
 for _fn in (np.tril, np.triu):  # masks: their own adjoints
     defrule(_fn, "m, k=0", nondiff=("k",), jvp=f"np.{_fn.__name__}(m_dot, k)", vjp=f"np.{_fn.__name__}(z_adj, k)")
@@ -346,7 +350,10 @@ mark(np.zeros_like, np.ones_like, np.empty_like, np.full_like, like=True)
 for _fn, _method in ((np.sum, "sum"), (np.mean, "mean"), (np.prod, "prod"), (np.max, "max"), (np.min, "min"),
                      (np.cumsum, "cumsum"), (np.dot, "dot"), (np.reshape, "reshape"), (np.ravel, "ravel"),
                      (np.transpose, "transpose"), (np.copy, "copy"), (np.squeeze, "squeeze"), (np.clip, "clip"),
-                     (np.argmax, "argmax"), (np.argmin, "argmin")):
+                     (np.argmax, "argmax"), (np.argmin, "argmin"), (np.std, "std"), (np.var, "var"),
+                     (np.cumprod, "cumprod"), (np.trace, "trace"), (np.swapaxes, "swapaxes"), (np.take, "take"),
+                     (np.any, "any"), (np.all, "all"), (np.round, "round"), (np.argsort, "argsort"),
+                     (np.nonzero, "nonzero")):
     mark(_fn, method=_method)
 # a list comprehension passed to these is stacked into one array (passes/comprehensions.py)
 mark(np.array, np.asarray, np.stack, stacks_list=True)

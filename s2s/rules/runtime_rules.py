@@ -216,12 +216,14 @@ defrule(rt.solve_vjp_a, "g, a, b, solution", nondiff=("b",), fresh=True,
              "-rt.matvec(np.transpose(z_adj), rt.solve_vjp_b(g, a, b, solution))"))
 # cumprod_jvp is J t and cumprod_vjp J.T g for the Jacobian J of np.cumprod; their derivatives in `a` are its
 # second derivative, applied by rt.cumprod_hvp (two tangents) and rt.cumprod_vjp_jvp (an adjoint and a tangent)
-defrule(rt.cumprod_jvp, "t, a", fresh=True, jvp="rt.cumprod_jvp(t_dot, a) + rt.cumprod_hvp(t, a_dot, a)",
-        vjp=("rt.cumprod_vjp(z_adj, a)", "rt.cumprod_vjp_jvp(z_adj, t, a)"))
-defrule(rt.cumprod_vjp, "g, a", fresh=True, jvp="rt.cumprod_vjp(g_dot, a) + rt.cumprod_vjp_jvp(g, a_dot, a)",
-        vjp=("rt.cumprod_jvp(z_adj, a)", "rt.cumprod_vjp_jvp(g, z_adj, a)"))
-deffacts("t, s, a", rt.cumprod_hvp, fresh=True)  # third order
-deffacts("g, t, a", rt.cumprod_vjp_jvp, fresh=True)
+defrule(rt.cumprod_jvp, "t, a, axis", nondiff=("axis",), fresh=True,
+        jvp="rt.cumprod_jvp(t_dot, a, axis) + rt.cumprod_hvp(t, a_dot, a, axis)",
+        vjp=("rt.cumprod_vjp(z_adj, a, axis)", "rt.cumprod_vjp_jvp(z_adj, t, a, axis)"))
+defrule(rt.cumprod_vjp, "g, a, axis", nondiff=("axis",), fresh=True,
+        jvp="rt.cumprod_vjp(g_dot, a, axis) + rt.cumprod_vjp_jvp(g, a_dot, a, axis)",
+        vjp=("rt.cumprod_jvp(z_adj, a, axis)", "rt.cumprod_vjp_jvp(g, z_adj, a, axis)"))
+deffacts("t, s, a, axis", rt.cumprod_hvp, fresh=True)  # third order
+deffacts("g, t, a, axis", rt.cumprod_vjp_jvp, fresh=True)
 
 # ------------------------------------------------------------- Python sequences
 defnondiff("first, n", rt.zeros_stack)
