@@ -598,8 +598,8 @@ def _ord_value(ord):
     """``ord`` of a vector norm as a float (None: 2); ValueError for what :func:`norm` does not support."""
     if ord is None or ord == "fro":  # "fro": the 2-norm of a matrix's elements (_check_norm: 2-D only)
         return 2.0
-    if isinstance(ord, str) or not (ord > 0 or ord == -np.inf):
-        raise ValueError(f"rt.norm: ord={ord!r} is not supported (None, inf, -inf or a number > 0)")
+    if isinstance(ord, str) or ord == 0 or ord != ord:
+        raise ValueError(f"rt.norm: ord={ord!r} is not supported (None, 'fro', 'nuc' or a number other than 0)")
     return float(ord)
 
 
@@ -608,19 +608,15 @@ def _ord_value_nb(ord):
     if _is_none(ord):
         return lambda ord: 2.0
     if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
-
-        def fro_impl(ord):
-            if ord != "fro":
-                raise ValueError("rt.norm: the only matrix norm supported is ord='fro'")
-            return 2.0
-
-        return fro_impl
+        return lambda ord: 2.0  # "fro" (_ord_kind refused other strings)
     if not isinstance(ord, (types.Integer, types.Float)):
         raise errors.TypingError(f"rt.norm: ord must be None or a number, got {ord}")
+    if isinstance(ord, types.IntegerLiteral) and ord.literal_value == 0:
+        raise errors.TypingError("rt.norm: ord=0 (the count of nonzero elements) is not supported")
 
     def impl(ord):
-        if not (ord > 0 or ord == -np.inf):
-            raise ValueError("rt.norm: ord is not supported (None, inf, -inf or a number > 0)")
+        if ord == 0 or ord != ord:
+            raise ValueError("rt.norm: ord is not supported (None, 'fro', 'nuc' or a number other than 0)")
         return float(ord)
 
     return impl
@@ -672,21 +668,30 @@ def _vnorm3_nb(x3, p):
 
 
 def _check_norm(ndim, axis_is_none, ord_kind):
-    """Refuse an ``ord='fro'`` NumPy refuses; ``ord_kind`` is "none", "fro" or "number"."""
-    if ord_kind == "fro" and not (axis_is_none and ndim == 2):
-        raise ValueError("rt.norm: ord='fro' is a norm of a 2-D array over both axes (as NumPy)")
+    """Refuse an ``ord='fro'`` or ``'nuc'`` NumPy refuses; ``ord_kind`` as :func:`_ord_kind` gives it."""
+    if ord_kind in ("fro", "nuc") and not (axis_is_none and ndim == 2):
+        raise ValueError(f"rt.norm: ord='{ord_kind}' is a norm of a 2-D array over both axes (as NumPy)")
 
 
 def _matrix_norm(ndim, axis_is_none, ord_kind) -> bool:
-    """Whether a norm is one of NumPy's matrix norms (ord 2, 1, inf, ...) other than Frobenius."""
-    return axis_is_none and ord_kind == "number" and ndim >= 2
+    """Whether a norm is one of NumPy's matrix norms (ord 2, 1, inf, ..., 'nuc') other than Frobenius."""
+    return axis_is_none and ord_kind in ("number", "nuc") and ndim >= 2
 
 
 def _ord_kind(ord) -> str:
-    """"none", "fro" or "number": an ``ord`` argument's kind, from its value or its Numba type."""
+    """"none", "fro", "nuc" or "number": an ``ord`` argument's kind, from its value or its Numba type (a
+    string must be written in the call, where Numba sees its value)."""
     if ord is None or _is_none(ord):
         return "none"
-    return "fro" if isinstance(ord, (str, types.UnicodeType, types.StringLiteral)) else "number"
+    if isinstance(ord, str) or isinstance(ord, types.StringLiteral):
+        value = ord if isinstance(ord, str) else ord.literal_value
+        if value not in ("fro", "nuc"):
+            error = errors.TypingError if isinstance(ord, types.Type) else ValueError
+            raise error(f"rt.norm: ord={value!r} is not supported (None, 'fro', 'nuc' or a number)")
+        return value
+    if isinstance(ord, types.UnicodeType):
+        raise errors.TypingError("rt.norm: a string ord ('fro', 'nuc') must be written in the call")
+    return "number"
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -715,6 +720,9 @@ def _norm_nb(x, ord=None, axis=None, keepdims=False):
     if not (_is_none(axis) or isinstance(axis, types.Integer)):
         raise errors.TypingError(f"rt.norm: axis must be None or an int, got {axis}")
     _check_norm(x.ndim, _is_none(axis), _ord_kind(ord))
+    if _ord_kind(ord) == "nuc":  # Numba's norm has no nuclear norm: the sum of the singular values
+        return lambda x, ord=None, axis=None, keepdims=False: np.sum(
+            np.linalg.svd(np.ascontiguousarray(x), full_matrices=False)[1])
     if _matrix_norm(x.ndim, _is_none(axis), _ord_kind(ord)):  # Numba's own (an SVD for ord 2)
         return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x, ord)
     keep = _static_bool(keepdims)
@@ -817,13 +825,16 @@ def _contract3_nb(d3, t3):
 @register_jitable
 def _matrix_norm_weight(x, p):
     """``d ||x||_p / d x`` of NumPy's matrix norm ``p`` (2, -2: the largest or smallest singular value; 1, -1:
-    the largest or smallest column sum of ``|x|``; inf, -inf: of row sums) of the 2-D ``x``; of tied values,
-    the first one's.
+    the largest or smallest column sum of ``|x|``; inf, -inf: of row sums; 0 stands for 'nuc', the sum of the
+    singular values) of the 2-D ``x``; of tied values, the first one's.
 
         >>> _matrix_norm_weight(np.array([[1.0, -3.0], [2.0, 0.5]]), 1.0)
         array([[ 0., -1.],
                [ 0.,  1.]])
     """
+    if p == 0.0:
+        u, s, vt = np.linalg.svd(np.ascontiguousarray(x), full_matrices=False)
+        return u @ vt
     if p == 2.0 or p == -2.0:
         u, s, vt = np.linalg.svd(np.ascontiguousarray(x), full_matrices=False)
         k = 0 if p == 2.0 else s.size - 1
@@ -842,6 +853,8 @@ def _matrix_norm_weight(x, p):
 
 def _matrix_ord(ord, x, axis):
     """The ``p`` of a matrix norm of ``x`` (see :func:`_matrix_norm_weight`), checked."""
+    if np.ndim(x) == 2 and ord == "nuc":
+        return 0.0
     if ord not in (1, -1, 2, -2, np.inf, -np.inf) or np.ndim(x) != 2:
         raise ValueError(f"rt.norm: invalid norm order {ord!r} for matrices")
     return float(ord)
@@ -851,6 +864,8 @@ def _matrix_ord(ord, x, axis):
 def _matrix_ord_nb(ord, x, axis):
     if x.ndim != 2:
         raise errors.TypingError("rt.norm: a matrix norm of an array that is not 2-D")
+    if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
+        return lambda ord, x, axis: 0.0  # "nuc" (_ord_kind refused other strings)
 
     def impl(ord, x, axis):
         if not (abs(ord) == 1 or abs(ord) == 2 or abs(ord) == np.inf):
@@ -864,9 +879,9 @@ def _matrix_ord_nb(ord, x, axis):
 def _matrix_weight_derivative(x, p):
     """The derivative of :func:`_matrix_norm_weight`, by ``x`` or by the norm: zero for the column and row sum
     norms (the weights are piecewise constant); the singular value norms' is not built."""
-    if p == 2.0 or p == -2.0:
-        raise NotImplementedError("s2s: the second derivative of np.linalg.norm(x, 2) or (x, -2) of a matrix "
-                                  "is not supported")
+    if p == 2.0 or p == -2.0 or p == 0.0:
+        raise NotImplementedError("s2s: the second derivative of np.linalg.norm(x, 2), (x, -2) or (x, 'nuc') of "
+                                  "a matrix is not supported")
     return np.zeros(x.shape, x.dtype)
 
 

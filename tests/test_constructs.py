@@ -889,14 +889,15 @@ def test_a_write_through_the_reshape_of_a_strided_view_reaches_its_base(target):
     np.testing.assert_array_equal(tangent, zero_a_column_through_a_reshape(np.ones_like(x)))
 
 
-MATRIX_ORDS = (2, -2, 1, -1, np.inf, -np.inf, "fro")
+MATRIX_ORDS = (2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc")
 
 
 @pytest.mark.parametrize("order", MATRIX_ORDS, ids=str)
 @targets
 def test_matrix_norms(target, order):
     """NumPy's matrix norms of a 2-D array (``ord`` given, no axis): the gradient of ord 2 once spread the
-    vector 2-norm's weights over the matrix (a wrong answer, no error), and ``'fro'`` did not compile."""
+    vector 2-norm's weights over the matrix (a wrong answer, no error), ``'fro'`` did not compile and ``'nuc'``
+    was a ValueError at run time."""
     def loss(m):
         return np.linalg.norm(m, order) ** 2 + np.sum(m)
 
@@ -904,7 +905,7 @@ def test_matrix_norms(target, order):
     assert_grads(loss, (M34,), target=target)
     jacobian = s2s.jacfwd(loss, target=target)(M34)
     np.testing.assert_allclose(jacobian, s2s.check.numerical_grad(loss, (M34,), 0), rtol=1e-6, atol=1e-8)
-    if order in (2, -2):  # the singular values' second derivatives are not built: a clear error
+    if order in (2, -2, "nuc"):  # the singular values' second derivatives are not built: a clear error
         with pytest.raises(NotImplementedError, match="second derivative of np.linalg.norm"):
             s2s.hessian(loss, target=target)(M34)
         return
@@ -913,6 +914,38 @@ def test_matrix_norms(target, order):
     steps = np.eye(12).reshape(12, 3, 4) * 1e-5
     expected = np.array([(grad(M34 + d) - grad(M34 - d)) / 2e-5 for d in steps])
     np.testing.assert_allclose(hessian, expected, rtol=1e-4, atol=1e-4)
+
+
+def negative_vector_ords(x):
+    return np.linalg.norm(x[0], -1) + np.linalg.norm(x[1], -2.5) + np.sum(np.linalg.norm(x, -3, axis=1))
+
+
+@targets
+def test_negative_vector_norm_orders(target):
+    """(sum |x|^p)^(1/p) for p < 0, as NumPy: once a ValueError at run time."""
+    x = M34 + np.sign(M34) * 0.5  # no element near zero
+    assert s2s.jit(negative_vector_ords, target=target)(x) == pytest.approx(negative_vector_ords(x), rel=1e-12)
+    assert_grads(negative_vector_ords, (x,), target=target)
+
+
+def norm_ord_zero(x):
+    return np.linalg.norm(x, 0)
+
+
+def norm_ord_misspelt(x):
+    return np.linalg.norm(x, "fr0")
+
+
+def norm_over_two_axes(x):
+    return np.linalg.norm(x, axis=(0, 1))
+
+
+@pytest.mark.parametrize("fn, words", [(norm_ord_zero, "ord=0"), (norm_ord_misspelt, "ord='fr0'"),
+                                       (norm_over_two_axes, "tuple of axes")])
+def test_unsupported_norm_arguments_are_located_errors(fn, words):
+    with pytest.raises(s2s.UnsupportedError, match=words) as info:
+        s2s.grad(fn)(M34)
+    assert "np.linalg.norm(x" in str(info.value) and "test_constructs.py" in str(info.value)
 
 
 @pytest.mark.parametrize("target, name", [

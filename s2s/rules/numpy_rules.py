@@ -104,8 +104,22 @@ register_name(np.max, "np.max")
 register_name(np.min, "np.min")
 defrule(np.cumsum, "a, axis=None", nondiff=("axis",), jvp="np.cumsum(a_dot, axis)",
         vjp="rt.cumsum_vjp(z_adj, a, axis)")
+def _norm_check(bound: dict) -> str | None:
+    """Why an ``np.linalg.norm`` call is not supported (a tuple of axes, an ord written in it that is not), or
+    None; an ord in a variable is checked when the call compiles, or runs."""
+    import gast
+
+    ord_, axis = bound["ord"], bound["axis"]
+    if isinstance(axis, gast.Tuple):
+        return "a tuple of axes is not supported: for the Frobenius norm write np.sqrt(np.sum(x * x, axis=(0, 1)))"
+    value = ord_.value if isinstance(ord_, gast.Constant) else None
+    if value is not None and (value not in ("fro", "nuc") if isinstance(value, str) else value == 0):
+        return f"ord={value!r} is not supported (None, 'fro', 'nuc' or a number other than 0)"
+    return None
+
+
 defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", nondiff=("ord", "axis", "keepdims"),
-        refused=("ord",),
+        refused=("ord",), check=_norm_check,
         impl="rt.norm", impl_when=("ord", "axis", "keepdims"), jvp="rt.norm_jvp(x_dot, x, z, ord, axis, keepdims)",
         vjp="rt.norm_vjp(z_adj, x, z, ord, axis, keepdims)")
 defrule(np.trace, "a", jvp="np.trace(a_dot)", vjp="z_adj * np.eye(a.shape[0], a.shape[1])")
