@@ -19,6 +19,7 @@ name in both targets.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 from numba import literal_unroll
@@ -706,6 +707,15 @@ def _unit_cotangents_nb(out, start, stop):
     return impl
 
 
+@overload(operator.iadd)
+def _iadd_number_0d_nb(a, b):
+    """``a += b`` of a number and a 0-d array, as NumPy: a number. Numba has no such ``+=`` (a vector-mode
+    adjoint sweep adds 0-d array terms into a direction's number: ``x_adj[_k] += g * x`` for a 0-d ``x``)."""
+    if isinstance(a, types.Number) and isinstance(b, types.Array) and b.ndim == 0:
+        return lambda a, b: a + b[()]
+    return None
+
+
 def direction_zeros(count, like):
     """Zeros for ``count`` directions of a value shaped like ``like``: ``(count,) + like.shape``.
 
@@ -757,7 +767,7 @@ def _jacobian_rows_nb(rows, out, x):
     if not out_array and not x_array:
         return lambda rows, out, x: rows[0]
     if not out_array:
-        return lambda rows, out, x: np.ascontiguousarray(rows[0])
+        return lambda rows, out, x: np.ascontiguousarray(rows).reshape(x.shape)  # a 0-d x too
     if not x_array:
         return lambda rows, out, x: np.ascontiguousarray(rows).reshape(out.shape)
     return lambda rows, out, x: np.ascontiguousarray(rows).reshape(out.shape + x.shape)

@@ -223,3 +223,18 @@ def test_a_function_writing_into_its_argument(monkeypatch):
         jac = s2s.jacrev(writes_its_argument_joint, target=target)(X.copy())
         np.testing.assert_allclose(jac, expected, rtol=1e-6, atol=1e-8)
     assert "_vjp_fwd" not in s2s.source(s2s.jacrev(writes_its_argument_joint, target="python"), X)
+
+
+def sin_times(x):
+    return np.sin(x) * x
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_zero_dimensional_argument(target):
+    """A 0-d array in, a number out: one row, shaped () as JAX's. The sweep once added 0-d array terms into a
+    direction's number (no ``+=`` in Numba) and the rows of a number's Jacobian came back shaped (1,)."""
+    x = np.array(0.8)
+    jac = s2s.jacrev(sin_times, target=target)(x)
+    assert np.shape(jac) == ()
+    assert float(jac) == pytest.approx(np.sin(0.8) + 0.8 * np.cos(0.8), rel=1e-12)
+    np.testing.assert_allclose(s2s.jacfwd(sin_times, target=target)(x), jac, rtol=1e-12)
