@@ -62,6 +62,15 @@ def inserted(x):
     return np.sum(items[0] * items[1] * items[2])
 
 
+def scalars_popped(x):
+    """A literal of numbers popped: the sequences pass once took `l` for a fixed tuple and wrote
+    `(l[0], l[1], l[2]).pop(1)` (an error in Numba)."""
+    items = [x[0] * x[1], x[1], np.sin(x[2])]
+    middle = items.pop(1)
+    last = items.pop()
+    return middle * items[0] * last + items[0]
+
+
 def undo_stack(x):
     y = x * 2.0
     stack = []
@@ -92,7 +101,7 @@ def stacked(x):
 
 
 @pytest.mark.parametrize("fn", [appended_then_looped, read_by_index, literal_then_popped, scalar_recurrence,
-                                inserted, undo_stack, made_anew_in_a_loop, stacked])
+                                inserted, undo_stack, made_anew_in_a_loop, stacked, scalars_popped])
 def test_lists_in_every_mode(fn):
     """grad, jvp, the Hessian and the Hessian-vector product against finite differences."""
     check_grads(fn, (X.copy(),), order=2, target="python")
@@ -107,7 +116,8 @@ def test_jacfwd_carries_a_list_of_tangents():
     np.testing.assert_allclose(expected, numeric, rtol=1e-6)
 
 
-@pytest.mark.parametrize("fn", [made_anew_in_a_loop, pytest.param(literal_then_popped, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("fn", [made_anew_in_a_loop, scalars_popped,
+                                pytest.param(literal_then_popped, marks=pytest.mark.slow)])
 def test_lists_compiled(fn):
     """Numba types the lists, the tape of lists and the adjoint lists; the Hessian's tangent lists too."""
     check_grads(fn, (X.copy(),), order=2, modes=("rev",))
@@ -169,7 +179,15 @@ def passed_whole(x):
     return np.sum(helper(parts))
 
 
+def appended_under_another_name(x):
+    items = [x[0], x[1]]
+    more = items
+    more.append(x[2])  # `items` has three now: the adjoint once treated them as two lists (a wrong gradient)
+    return items[0] * items[2] + more[1]
+
+
 @pytest.mark.parametrize("fn, what", [
+    (appended_under_another_name, "a list bound to a second name"),
     (bound_in_a_branch, "bound the list of differentiated values `parts` a second time|binding the list"),
     (used_after_the_loop, "inside a loop and used after it"),
     (replaced_item, "writing an item of the list|replacing an item of a list of differentiated arrays"),

@@ -39,7 +39,7 @@ import copy
 import gast
 
 from ..astutil import assign, const, dotted, is_atom, located, name, names_read, names_written
-from .resolve import LIST_METHODS
+from .sequences import mutated_lists
 
 __all__ = ["normalize"]
 
@@ -48,14 +48,8 @@ _SAFE = (gast.Compare, gast.BoolOp, gast.UnaryOp)
 
 def normalize(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Put the body of ``fn`` in A-normal form, in place."""
-    fn.body = _ANF(namer, unsupported, _mutated_lists(fn)).block(fn.body) or [gast.Pass()]
+    fn.body = _ANF(namer, unsupported, mutated_lists(fn)).block(fn.body) or [gast.Pass()]
     return fn
-
-
-def _mutated_lists(fn: gast.FunctionDef) -> set[str]:
-    """Names whose ``append``, ``insert`` or ``pop`` is called: their list literals stay lists."""
-    return {n.value.id for n in gast.walk(fn) if isinstance(n, gast.Attribute) and n.attr in LIST_METHODS
-            and isinstance(n.value, gast.Name)}
 
 
 def _self_assignment(s) -> bool:

@@ -41,12 +41,18 @@ import numpy as np
 
 from ..astutil import attr_chain, call, const, dotted, walk_stmts
 from ..rules import lookup
+from .resolve import LIST_METHODS
 
-__all__ = ["lower", "spelled"]
+__all__ = ["lower", "mutated_lists", "spelled"]
 
 
 def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Rewrite the uses of lists and tuples in ``fn``, in place; ``unsupported(what, node)`` builds errors."""
+    mutated = mutated_lists(fn)
+    for s in walk_stmts(fn.body):  # one list under two names: its adjoint would be two lists
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and s.value.id in mutated:
+            raise unsupported(f"a list bound to a second name (`{s.targets[0].id} = {s.value.id}`) and changed "
+                              "by `append`, `insert` or `pop`", s)
     lengths = _sequence_variables(fn)
     rewriter = _Rewrite(lengths, unsupported)
     for s in walk_stmts(fn.body):
@@ -63,7 +69,7 @@ def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
 def _sequence_variables(fn: gast.FunctionDef) -> dict[str, int]:
     """Variables (name → length) bound only to list or tuple literals of one length."""
     lengths: dict[str, set] = {}
-    rejected = {a.id for a in fn.args.args}
+    rejected = {a.id for a in fn.args.args} | mutated_lists(fn)
     for s in walk_stmts(fn.body):
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
             if isinstance(s.value, (gast.List, gast.Tuple)) \
@@ -82,6 +88,25 @@ def _sequence_variables(fn: gast.FunctionDef) -> dict[str, int]:
             if isinstance(node, gast.Attribute) and isinstance(node.value, gast.Name):
                 rejected.add(node.value.id)
     return {v: next(iter(ls)) for v, ls in lengths.items() if v not in rejected and len(ls) == 1}
+
+
+def mutated_lists(fn: gast.FunctionDef) -> set[str]:
+    """Names whose ``append``, ``insert`` or ``pop`` is called, and the names bound to the same list (``m = l``
+    before ``m.append(a)``): such a list stays a list, one object under every name.
+
+        >>> mutated_lists(gast.parse("def f(a):\n    l = [a]\n    m = l\n    m.append(a)").body[0]) == {"l", "m"}
+        True
+    """
+    found = {n.value.id for n in gast.walk(fn) if isinstance(n, gast.Attribute) and n.attr in LIST_METHODS
+             and isinstance(n.value, gast.Name)}
+    aliases = [(s.targets[0].id, s.value.id) for s in walk_stmts(fn.body) if isinstance(s, gast.Assign)
+               and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name)]
+    grown = True
+    while grown:
+        before = len(found)
+        found |= {b for a, b in aliases if a in found} | {a for a, b in aliases if b in found}
+        grown = len(found) > before
+    return found
 
 
 def _items(node, lengths):
