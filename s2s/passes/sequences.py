@@ -94,7 +94,7 @@ def mutated_lists(fn: gast.FunctionDef) -> set[str]:
     """Names whose ``append``, ``insert`` or ``pop`` is called, and the names bound to the same list (``m = l``
     before ``m.append(a)``): such a list stays a list, one object under every name.
 
-        >>> mutated_lists(gast.parse("def f(a):\n    l = [a]\n    m = l\n    m.append(a)").body[0]) == {"l", "m"}
+        >>> mutated_lists(gast.parse("def f(a):\\n    l = [a]\\n    m = l\\n    m.append(a)").body[0]) == {"l", "m"}
         True
     """
     found = {n.value.id for n in gast.walk(fn) if isinstance(n, gast.Attribute) and n.attr in LIST_METHODS
