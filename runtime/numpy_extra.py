@@ -325,7 +325,8 @@ def _var_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
         d = a - mean(a, axis, keepdims=True)
         n = reduced_count(a, axis)
-        return mean(d * d, axis, keepdims=keepdims) * (n / (n - ddof))
+        dof = n - ddof  # none left (ddof >= n): inf, or nan for no spread, as NumPy's division by zero
+        return mean(d * d, axis, keepdims=keepdims) * (n / dof if dof > 0 else np.inf)
 
     return impl
 

@@ -916,6 +916,18 @@ def test_matrix_norms(target, order):
     np.testing.assert_allclose(hessian, expected, rtol=1e-4, atol=1e-4)
 
 
+def var_ddof_one(x):
+    return np.var(x, ddof=1) + np.std(x, axis=0, ddof=2)[0]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_var_with_no_degrees_of_freedom_left_is_nan_or_inf_as_numpy():
+    """ddof >= the count: NumPy divides by zero (nan with no spread, else inf); compiled code once raised
+    ZeroDivisionError."""
+    for x in (np.array([[1.5]]), np.array([[1.0, 2.0], [3.0, 3.0]])):
+        np.testing.assert_array_equal(s2s.jit(var_ddof_one)(x), var_ddof_one(x))
+
+
 def negative_vector_ords(x):
     return np.linalg.norm(x[0], -1) + np.linalg.norm(x[1], -2.5) + np.sum(np.linalg.norm(x, -3, axis=1))
 
