@@ -26,9 +26,10 @@ from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _shape_one, _v3, mean
 
 __all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod", "flip", "roll", "cumprod_jvp", "cumprod_vjp",
-           "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron_vjp_a", "kron_vjp_b", "interp_slope", "interp_vjp_fp",
-           "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff", "pair_diff_vjp",
-           "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d", "polyval_vjp_p", "int_power"]
+           "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron", "kron_vjp_a", "kron_vjp_b", "interp_slope",
+           "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff",
+           "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d", "polyval_vjp_p",
+           "int_power"]
 
 
 @register_jitable
@@ -349,6 +350,20 @@ def _std_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 
 # ------------------------------------------------------------------ kron (1-D with 1-D, 2-D with 2-D)
+def kron(a, b):
+    """``np.kron(a, b)``, also of slices in compiled code (Numba's takes C-contiguous arrays only).
+
+    >>> kron(np.array([1.0, 2.0]), np.array([1.0, 10.0]))
+    array([ 1., 10.,  2., 20.])
+    """
+    return np.kron(a, b)
+
+
+@overload(kron)
+def _kron_nb(a, b):
+    return lambda a, b: np.kron(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
 @register_jitable
 def _as2d(x):
     n = x.shape[-1]

@@ -1080,6 +1080,20 @@ def test_cumprod_roll_and_flip_along_an_axis(target):
     np.testing.assert_allclose(hess[6], column, rtol=1e-5, atol=1e-6)
 
 
+def kron_of_slices(x):
+    return np.sum(np.kron(x[:2], x[2:]) ** 2)  # (x0² + x1²)(x2² + x3²)
+
+
+def test_hessian_of_kron_of_slices():
+    """Numba's np.kron takes C-contiguous arrays only: a Hessian's direction rows are not (rt.kron copies)."""
+    x = np.array([0.3, -1.2, 0.8, 2.0])
+    a, b = x[0] ** 2 + x[1] ** 2, x[2] ** 2 + x[3] ** 2
+    expected = 4.0 * np.outer(x, x)
+    expected[:2, :2] = 2.0 * b * np.eye(2)
+    expected[2:, 2:] = 2.0 * a * np.eye(2)
+    np.testing.assert_allclose(s2s.hessian(kron_of_slices)(x), expected, rtol=1e-12)
+
+
 def f_flip_view(x):
     y = x * 2.0
     np.flip(y, axis=1)[0, 0] = 7.0  # a view, as NumPy's: the write reaches y

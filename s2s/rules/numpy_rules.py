@@ -249,7 +249,7 @@ for _fn in (np.fliplr, np.flipud):
     defrule(_fn, "m", view=True, jvp=f"np.{_fn.__name__}(m_dot)", vjp=f"np.{_fn.__name__}(z_adj)")
 for _fn in (np.tril, np.triu):  # masks: their own adjoints
     defrule(_fn, "m, k=0", nondiff=("k",), jvp=f"np.{_fn.__name__}(m_dot, k)", vjp=f"np.{_fn.__name__}(z_adj, k)")
-defrule(np.kron, "a, b", jvp="np.kron(a_dot, b) + np.kron(a, b_dot)",
+defrule(np.kron, "a, b", impl="rt.kron", jvp="rt.kron(a_dot, b) + rt.kron(a, b_dot)",
         vjp=("rt.kron_vjp_a(z_adj, a, b)", "rt.kron_vjp_b(z_adj, a, b)"))
 defrule(np.interp, "x, xp, fp", nondiff=("xp",), refused=("xp",),
         jvp="x_dot * rt.interp_slope(x, xp, fp) + np.interp(x, xp, fp_dot)",
