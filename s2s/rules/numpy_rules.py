@@ -122,7 +122,8 @@ defrule(np.linalg.norm, "x, ord=None, axis=None, keepdims=False", nondiff=("ord"
         refused=("ord",), check=_norm_check,
         impl="rt.norm", impl_when=("ord", "axis", "keepdims"), jvp="rt.norm_jvp(x_dot, x, z, ord, axis, keepdims)",
         vjp="rt.norm_vjp(z_adj, x, z, ord, axis, keepdims)")
-defrule(np.trace, "a", jvp="np.trace(a_dot)", vjp="z_adj * np.eye(a.shape[0], a.shape[1])")
+defrule(np.trace, "a, offset=0", nondiff=("offset",), jvp="np.trace(a_dot, offset)",
+        vjp="z_adj * np.eye(a.shape[0], a.shape[1], offset)")
 
 # ------------------------------------------------------------ linear algebra
 defrule(np.dot, "a, b", fresh=True, jvp="np.dot(a_dot, b) + np.dot(a, b_dot)",
