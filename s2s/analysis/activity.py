@@ -154,7 +154,7 @@ class Activity:
                 rule, _, label = call_rule(s.value)
                 if rule is None or not rule.pure:  # `np.fill_diagonal(a, t)` may write into `a` (from `t`)
                     names = list(_names_in(s.value))
-                    self.unknown += [(n, names, s, label) for n in names if self.typed.is_array(n)]
+                    self.unknown += [(n, names, s, f"`{label}`") for n in names if self.typed.is_array(n)]
 
     def _assign(self, s) -> None:
         target, value = s.targets[0], s.value
@@ -205,8 +205,10 @@ class Activity:
         rule, bound, label = call_rule(value)
         if rule is None or bound is None:
             sources = [n for n in _names_in(value)]
+            what = f"`{label}`" if rule is None else \
+                f"`{rule.name}` called with these arguments (its rule takes {', '.join(rule.params)})"
             for t in targets:
-                self.unknown.append((t, sources, s, label))
+                self.unknown.append((t, sources, s, what))
                 for src in sources:  # an unknown function may return a view of an array argument
                     self._alias(t, src, s)
             return
@@ -216,12 +218,12 @@ class Activity:
         for param, arg in bound.items():
             if param in rule.nondiff:
                 if param in rule.refused:  # a derivative s2s does not compute (np.interp's `xp`)
-                    self.unknown += [(targets[0], [n], s, f"{rule.name} (argument `{param}`)") for n in _atoms(arg)]
+                    self.unknown += [(targets[0], [n], s, f"`{rule.name}` (argument `{param}`)") for n in _atoms(arg)]
                 continue
             names = _atoms(arg)
             if param not in rule.vjp and not (self.mode == "forward" and rule.jvp):
                 for n in names:
-                    self.unknown.append((targets[0], [n], s, f"{rule.name} (argument `{param}`)"))
+                    self.unknown.append((targets[0], [n], s, f"`{rule.name}` (argument `{param}`)"))
                 continue
             sources += names
         for t in targets:
@@ -277,9 +279,9 @@ class Activity:
                     f"{self._where(s)}an in-place `{target} op= ...` on an array that shares memory with "
                     f"{self._describe(others)}", s,
                     hint=f"write `{target}[...] = {target} op ...` to change it in place, or copy it first")
-        for target, sources, s, label in self.unknown:
+        for target, sources, s, what in self.unknown:
             if target in self.useful and any(x in self.varied for x in sources):
-                raise self.fn.src.error(NoRuleError, f"no derivative rule for `{label}`, which an active "
+                raise self.fn.src.error(NoRuleError, f"no derivative rule for {what}, which an active "
                                         "value reaches (s2s never treats a call it cannot differentiate "
                                         "as constant)", s)
         if self.mode == "forward":
