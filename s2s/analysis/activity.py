@@ -291,7 +291,8 @@ class Activity:
                 others = self._live_views(target, s)
                 if others:
                     raise self.fn.src.unsupported(
-                        f"{self._where(s)}writing into `{target}` while {self._describe(others)}, which shares its "
+                        f"{self._where(s)}writing into {self._describe([target])} while {self._describe(others)}, "
+                        "which shares its "
                         "memory, is read later", s, hint="write into a copy (`.copy()`), or read through one name only")
 
     def _describe(self, names) -> str:
