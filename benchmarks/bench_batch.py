@@ -782,6 +782,8 @@ def print_report(rows, aims, allocation_aims, descriptions, references, meta):
           f"{meta['cpu_count']} CPU(s), python {meta['python']}, numpy {meta['versions'].get('numpy')}, "
           f"numba {meta['versions'].get('numba')}, jax {meta['versions'].get('jax')}, "
           f"BLAS/XLA threads: {meta['threads']}, Numba threads (prange rows): {meta['numba_threads']}")
+    if os.environ.get("NUMBA_CUDA_MEMORY_MANAGER"):  # the GPU rows' allocations (runtime/cuda_pool.py)
+        print(f"numba.cuda memory manager: {os.environ['NUMBA_CUDA_MEMORY_MANAGER']}")
     load = meta.get("load_average")
     if load is not None and load[0] > 0.5:
         print(f"warning: the machine was busy when the run started (1-minute load average {load[0]:.2f}); "

@@ -4,6 +4,7 @@ import doctest
 import importlib
 import pkgutil
 
+import numba
 import pytest
 
 import s2s
@@ -24,8 +25,15 @@ WITHOUT_EXAMPLES = {"s2s.analysis", "s2s.passes", "s2s.cli", "s2s.aot", "s2s.pyc
     n for n in MODULES if n.startswith("s2s.rules.") and n.endswith("_rules")}
 
 
+# Built on numba.cuda's memory managers, which its simulator lacks: tests/test_cuda_pool.py runs its examples in
+# a process without the simulator.
+NEEDS_CUDA_DRIVER = {"s2s_runtime.cuda_pool"}
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_doctests(name):
+    if name in NEEDS_CUDA_DRIVER and numba.core.config.ENABLE_CUDASIM:
+        pytest.skip("numba.cuda's simulator has no memory managers (tests/test_cuda_pool.py runs this module)")
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert result.failed == 0, f"{result.failed} doctest(s) failed in {name}"
