@@ -1014,6 +1014,17 @@ def test_numpy_shape_operations(target):
     assert_grads(f_shape_ops, (M34, X3), target=target)
 
 
+def concatenate_with_a_literal(v):
+    return np.sum(np.concatenate([v * 2.0, [np.sum(v), v[0] * v[1]], (1.0,)]) ** 2)
+
+
+@targets
+def test_concatenate_of_arrays_and_list_literals(target):
+    """NumPy takes a list literal among the arrays; Numba's np.concatenate does not (each becomes an array)."""
+    assert_grads(concatenate_with_a_literal, (X3,), target=target)
+    assert s2s.jit(concatenate_with_a_literal, target=target)(X3) == pytest.approx(concatenate_with_a_literal(X3))
+
+
 def f_constructors(x, s):
     z = np.zeros(x.shape[0])
     o = np.ones((x.shape[0],))

@@ -208,6 +208,10 @@ class _Rewrite(gast.NodeTransformer):
         positions = {id(a): k for k, a in enumerate(node.args)}
         keywords = {id(kw.value): kw for kw in node.keywords}
         for param, arg in bound.items():
+            if param in rule.sequences and isinstance(arg, (gast.List, gast.Tuple)):
+                # a sequence of arrays: a literal among them is one too (`np.concatenate([a, [s]])`)
+                arg.elts = [call(spelled(np.array), e) if isinstance(e, (gast.List, gast.Tuple)) else e
+                            for e in arg.elts]
             if param in rule.sequences or param in rule.nondiff or not isinstance(arg, (gast.List, gast.Tuple)):
                 continue
             array = call(spelled(np.array), arg)
