@@ -173,6 +173,23 @@ def test_grad_of_dict_argument():
     np.testing.assert_allclose(g["w"], 1.5 * 2 * np.tanh(W2) * (1 - np.tanh(W2) ** 2), rtol=1e-12)
 
 
+def mlp_of_a_dict(p, x):
+    h = np.tanh(x @ p["W"].T + p["b"])  # an attribute and a method of a leaf: the leaf's own
+    return np.sum(h ** 2) * p["W"].sum() + p["b"].shape[0]
+
+
+def test_attributes_and_methods_of_a_leaf():
+    """`p["W"].T` was refused ("the attribute `.T` of a leaf argument"): JAX code writes it everywhere."""
+    rng = np.random.default_rng(4)
+    p = {"W": rng.normal(size=(3, 4)), "b": rng.normal(size=3)}
+    x = rng.normal(size=(5, 4))
+    g = s2s.grad(mlp_of_a_dict)(p, x)
+    for key in p:
+        def moved(v, key=key):
+            return mlp_of_a_dict({**p, key: v}, x)
+        np.testing.assert_allclose(g[key], numerical_grad(moved, (p[key],), 0), rtol=1e-6, atol=1e-8)
+
+
 def f_point(p):
     return p.x ** 2 * p.y + np.exp(p.y)
 

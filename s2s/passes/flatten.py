@@ -220,7 +220,7 @@ class _Rewrite(gast.NodeTransformer):
             return self.trees.get(node.id)
         if isinstance(node, gast.Attribute):
             base = self.tree_of(node.value)
-            if base is not None:
+            if base is not None and base.treedef.kind != "leaf":  # a leaf array's attribute (`.T`): the leaf's
                 if base.treedef.kind == "custom":
                     part = base.attribute(node.attr)
                     if part is None:
