@@ -190,6 +190,62 @@ def test_attributes_and_methods_of_a_leaf():
         np.testing.assert_allclose(g[key], numerical_grad(moved, (p[key],), 0), rtol=1e-6, atol=1e-8)
 
 
+def layers_by_items(params, x):
+    h = x
+    for W, b in params[:-1]:
+        h = np.tanh(W @ h + b)
+    last = params[-1]
+    return np.sum((last[0] @ h + last[1]) ** 2)
+
+
+def layers_by_enumerate(params, x):
+    h = x
+    for k, (W, b) in enumerate(params):
+        h = np.tanh(W @ h + b) * (k + 1.0)
+    return np.sum(h ** 2) + k
+
+
+def layers_by_index(params, x):
+    h = x
+    for i in range(len(params)):
+        h = np.tanh(params[i][0] @ h + params[i][1])
+    return np.sum(h ** 2) * i
+
+
+def layers_with_a_break(params, x):
+    h = x
+    for W, b in params:
+        h = np.tanh(W @ h + b)
+        if h[0] > 10.0:
+            break
+    return np.sum(h)
+
+
+@pytest.mark.parametrize("fn", [layers_by_items, layers_by_enumerate, layers_by_index])
+def test_loops_over_a_list_of_layers(fn):
+    """JAX's MLP idiom, `for W, b in params:`, was refused ("using the container argument as a value"): the
+    loop is unrolled over the list's known items."""
+    rng = np.random.default_rng(8)
+    params = [(rng.normal(size=(4, 3)), rng.normal(size=4)), (rng.normal(size=(4, 4)), rng.normal(size=4)),
+              (rng.normal(size=(2, 4)), rng.normal(size=2))]
+    x = rng.normal(size=3)
+    for target in ("cpu", "python"):
+        grads = s2s.grad(fn, target=target)(params, x)
+        for k, (W, b) in enumerate(params):
+            for j, leaf in enumerate((W, b)):
+                def moved(v, k=k, j=j):
+                    layer = list(params[k])
+                    layer[j] = v
+                    return fn([*params[:k], tuple(layer), *params[k + 1:]], x)
+                np.testing.assert_allclose(grads[k][j], numerical_grad(moved, (leaf,), 0), rtol=1e-6, atol=1e-8)
+
+
+def test_a_loop_over_a_container_that_breaks_is_refused():
+    params = [(np.eye(2), np.zeros(2))]
+    with pytest.raises(s2s.UnsupportedError, match="loop over a container argument"):
+        s2s.grad(layers_with_a_break)(params, np.ones(2))
+
+
 def f_point(p):
     return p.x ** 2 * p.y + np.exp(p.y)
 

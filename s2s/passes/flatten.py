@@ -19,20 +19,47 @@ the same way. Generated code therefore only ever sees leaves:
         w, b = params_0, params_1
         return w * x + b
 
-Using a container in any other way (arithmetic, returning it, iterating
-over it) is an error at its line.
+A loop over a tuple or list parameter's items (``for W, b in params:``,
+``enumerate(params)``, ``params[:-1]``), or over ``range(len(params))``
+indexing it, is unrolled: the structure is known, so each pass selects its
+item by a literal. Using a container in any other way (arithmetic,
+returning it) is an error at its line.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 
 import gast
 
-from ..astutil import const, name
+from ..astutil import const, name, names_written, subst
+from ..errors import S2SError
 from ..tree_util import TreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["flatten", "flatten_literal_args", "leaf_names", "pack_leaves"]
+
+
+def _literal_int(node):
+    """The int a literal node holds (``-1`` included), None for no node, False for anything else."""
+    if node is None:
+        return None
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = _literal_int(node.operand)
+        return -inner if isinstance(inner, int) and inner is not False else False
+    if isinstance(node, gast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    return False
+
+
+def _breaks(body) -> bool:
+    """Whether ``body`` has a ``break`` or ``continue`` of its own loop (not of a loop inside it)."""
+    for s in body:
+        if isinstance(s, (gast.Break, gast.Continue)):
+            return True
+        if isinstance(s, (gast.If, gast.With, gast.Try)) and _breaks(getattr(s, "body", []) + getattr(s, "orelse", [])):
+            return True
+    return False
 
 
 def leaf_names(param: str, treedef: TreeDef, namer) -> list[str]:
@@ -280,6 +307,86 @@ class _Rewrite(gast.NodeTransformer):
         if expr is None:
             raise self.error("using a part of a container argument that is itself a container as a value")
         return expr
+
+    def visit_For(self, node):
+        """A loop over a container argument's items, or over ``range(len(...))`` indexing it, is unrolled: the
+        structure is known, so each pass selects its item by a literal (``for W, b in params:``)."""
+        passes = self._unrolled(node)
+        if passes is None:
+            return self.generic_visit(node)
+        out = []
+        for s in passes:
+            done = self.visit(s)
+            out += done if isinstance(done, list) else [done]
+        return out
+
+    def _unrolled(self, node) -> list | None:
+        """The statements of ``node``'s passes, one after another, or None if it is not such a loop."""
+        target, iterable, index = node.target, node.iter, None
+        if isinstance(iterable, gast.Call) and isinstance(iterable.func, gast.Name) \
+                and iterable.func.id == "enumerate" and len(iterable.args) == 1 and not iterable.keywords \
+                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            (index, target), iterable = target.elts, iterable.args[0]
+        keys = self._item_keys(iterable)
+        if keys is not None:  # each pass binds the target to its item; an enumerate counter counts passes
+            base = iterable.value if isinstance(iterable, gast.Subscript) else iterable
+            heads = [[gast.Assign(targets=[copy.deepcopy(target)], type_comment=None,
+                                  value=gast.Subscript(value=copy.deepcopy(base), slice=const(k), ctx=gast.Load()))]
+                     for k in keys]
+            counter, counts = index, range(len(keys))
+        elif index is None and isinstance(target, gast.Name) and self._indexes_a_container(node):
+            counts = self._range_of(iterable)  # the loop variable takes the range's values
+            if counts is None:
+                return None
+            heads, counter = [[] for _ in counts], target
+        else:
+            return None
+        bound = names_written(target) | (names_written(counter) if counter is not None else set())
+        if node.orelse or bound & set().union(*(names_written(s) for s in node.body)) or _breaks(node.body):
+            raise self.error("this loop over a container argument (its passes are unrolled: they cannot "
+                             "`break`, `continue`, rebind the loop variable or have an `else`)")
+        out = []
+        for count, head in zip(counts, heads):
+            if counter is not None:  # bound, for reads after the loop, and a literal in the body
+                head = [gast.Assign(targets=[name(counter.id, store=True)], value=const(count), type_comment=None),
+                        *head]
+            out += [gast.copy_location(s, node) for s in head]
+            out += [subst(s, {counter.id: const(count)} if counter is not None else {}) for s in node.body]
+        return out
+
+    def _item_keys(self, iterable) -> list | None:
+        """The literal indices of a tuple or list argument's items (of a slice of it, ``params[:-1]``), or None."""
+        sliced = isinstance(iterable, gast.Subscript) and isinstance(iterable.slice, gast.Slice)
+        tree = self.tree_of(iterable.value if sliced else iterable)
+        if tree is None or tree.treedef.kind not in ("tuple", "list"):
+            return None
+        keys = list(range(len(tree.treedef.fields)))
+        if sliced:
+            bounds = [iterable.slice.lower, iterable.slice.upper, iterable.slice.step]
+            values = [_literal_int(b) for b in bounds]
+            if any(v is False for v in values):
+                raise self.error("a slice of a container argument with bounds computed at run time")
+            keys = keys[slice(*values)]
+        return keys
+
+    def _indexes_a_container(self, node) -> bool:
+        """Whether ``node``'s body indexes a container argument by the loop variable (``params[i]``)."""
+        return any(isinstance(n, gast.Subscript) and isinstance(n.slice, gast.Name) and n.slice.id == node.target.id
+                   and self._tree_or_none(n.value) is not None for s in node.body for n in gast.walk(s))
+
+    def _tree_or_none(self, node):
+        try:
+            return self.tree_of(node)
+        except (S2SError, ValueError):  # a container indexed in a way the loop's unrolling would not fix
+            return None
+
+    def _range_of(self, iterable) -> list | None:
+        """The values of ``range(...)`` with literal bounds (``len`` of a container argument counts), or None."""
+        if not (isinstance(iterable, gast.Call) and isinstance(iterable.func, gast.Name)
+                and iterable.func.id == "range" and not iterable.keywords and 1 <= len(iterable.args) <= 3):
+            return None
+        values = [_literal_int(self.visit(copy.deepcopy(a))) for a in iterable.args]
+        return None if any(v is False or v is None for v in values) else list(range(*values))
 
     def visit_Assign(self, node):
         target, value = node.targets[0], node.value
