@@ -607,7 +607,7 @@ def _ord_value(ord):
 def _ord_value_nb(ord):
     if _is_none(ord):
         return lambda ord: 2.0
-    if isinstance(ord, (types.UnicodeType, types.StringLiteral)):
+    if isinstance(ord, types.StringLiteral):
         return lambda ord: 2.0  # "fro" (_ord_kind refused other strings)
     if not isinstance(ord, (types.Integer, types.Float)):
         raise errors.TypingError(f"rt.norm: ord must be None or a number, got {ord}")
@@ -689,7 +689,7 @@ def _ord_kind(ord) -> str:
             error = errors.TypingError if isinstance(ord, types.Type) else ValueError
             raise error(f"rt.norm: ord={value!r} is not supported (None, 'fro', 'nuc' or a number)")
         return value
-    if isinstance(ord, types.UnicodeType):
+    if isinstance(ord, types.UnicodeType):  # refused, so that Numba types the call again with the literal
         raise errors.TypingError("rt.norm: a string ord ('fro', 'nuc') must be written in the call")
     return "number"
 
