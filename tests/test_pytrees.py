@@ -240,6 +240,38 @@ def test_loops_over_a_list_of_layers(fn):
                 np.testing.assert_allclose(grads[k][j], numerical_grad(moved, (leaf,), 0), rtol=1e-6, atol=1e-8)
 
 
+def horner(coeffs, x):
+    s = 0.0
+    for c in coeffs:
+        s = s * x + c
+    return s
+
+
+def net_of_dicts(p, x):
+    h = x
+    for layer in p["layers"]:  # a list inside a dict, of dicts
+        h = np.tanh(layer["W"] @ h + layer["b"])
+    return np.sum(h) * p["scale"]
+
+
+def test_loops_over_a_tuple_of_numbers_and_a_list_inside_a_dict():
+    g = s2s.grad(horner, argnums=(0, 1))((1.0, -2.0, 0.5, 3.0), 0.7)
+    np.testing.assert_allclose(g[0], [0.7 ** 3, 0.7 ** 2, 0.7, 1.0], rtol=1e-12)
+    assert g[1] == pytest.approx(3 * 0.7 ** 2 - 4 * 0.7 + 0.5, rel=1e-12)
+    rng = np.random.default_rng(1)
+    p = {"layers": [{"W": rng.normal(size=(3, 3)), "b": rng.normal(size=3)} for _ in range(3)], "scale": 2.0}
+    x = rng.normal(size=3)
+
+    def moved(v):
+        layers = [dict(layer) for layer in p["layers"]]
+        layers[1]["W"] = v
+        return net_of_dicts({"layers": layers, "scale": 2.0}, x)
+
+    grads = s2s.grad(net_of_dicts)(p, x)
+    np.testing.assert_allclose(grads["layers"][1]["W"], numerical_grad(moved, (p["layers"][1]["W"],), 0),
+                               rtol=1e-6, atol=1e-8)
+
+
 def test_a_loop_over_a_container_that_breaks_is_refused():
     params = [(np.eye(2), np.zeros(2))]
     with pytest.raises(s2s.UnsupportedError, match="loop over a container argument"):

@@ -329,7 +329,8 @@ class _Rewrite(gast.NodeTransformer):
             (index, target), iterable = target.elts, iterable.args[0]
         keys = self._item_keys(iterable)
         if keys is not None:  # each pass binds the target to its item; an enumerate counter counts passes
-            base = iterable.value if isinstance(iterable, gast.Subscript) else iterable
+            sliced = isinstance(iterable, gast.Subscript) and isinstance(iterable.slice, gast.Slice)
+            base = iterable.value if sliced else iterable  # `params[:-1]` selects from `params`
             heads = [[gast.Assign(targets=[copy.deepcopy(target)], type_comment=None,
                                   value=gast.Subscript(value=copy.deepcopy(base), slice=const(k), ctx=gast.Load()))]
                      for k in keys]
