@@ -272,6 +272,52 @@ def test_loops_over_a_tuple_of_numbers_and_a_list_inside_a_dict():
                                rtol=1e-6, atol=1e-8)
 
 
+def l2_of_layers(params):
+    return sum(np.sum(W ** 2) + np.sum(b ** 3) for W, b in params)
+
+
+def momentum_step(params, moms):
+    return [(W - 0.1 * mW, b - 0.1 * mb) for (W, b), (mW, mb) in zip(params, moms)]
+
+
+def zipped_layers(params, moms, x):
+    s = 0.0
+    for k, ((W, b), (mW, mb)) in enumerate(zip(params, moms)):
+        s += np.sum((W - mW) @ x + b * mb) * (k + 1)
+    return s
+
+
+def gradient_inside(params, x):
+    return s2s.grad(layers_by_items)(params, x)
+
+
+def test_comprehensions_and_zips_over_containers():
+    """A generator or list comprehension over a list argument, and zip/enumerate of two, are unrolled too."""
+    rng = np.random.default_rng(2)
+    params = [(rng.normal(size=(3, 3)), rng.normal(size=3)) for _ in range(2)]
+    moms = [(rng.normal(size=(3, 3)), rng.normal(size=3)) for _ in range(2)]
+    x = rng.normal(size=3)
+    grads = s2s.grad(l2_of_layers)(params)
+    for (W, b), (gW, gb) in zip(params, grads):
+        np.testing.assert_allclose(gW, 2 * W, rtol=1e-12)
+        np.testing.assert_allclose(gb, 3 * b ** 2, rtol=1e-12)
+    for (a, b), (c, d) in zip(s2s.jit(momentum_step)(params, moms), momentum_step(params, moms)):
+        np.testing.assert_allclose(a, c, rtol=1e-12)
+        np.testing.assert_allclose(b, d, rtol=1e-12)
+    grads = s2s.grad(zipped_layers, argnums=(0, 1))(params, moms, x)
+    for k in range(2):  # d/dW = outer(ones, x) (k+1), d/db = mb (k+1); d/dmW = -outer(ones, x) (k+1)
+        np.testing.assert_allclose(grads[0][k][0], np.outer(np.ones(3), x) * (k + 1), rtol=1e-12)
+        np.testing.assert_allclose(grads[0][k][1], moms[k][1] * (k + 1), rtol=1e-12)
+        np.testing.assert_allclose(grads[1][k][0], -np.outer(np.ones(3), x) * (k + 1), rtol=1e-12)
+
+
+def test_a_container_passed_to_a_transform_inside_is_a_located_error():
+    """It was "layers_by_items takes 2 arguments, got 5" (the leaves), with no line."""
+    params = [(np.eye(3), np.zeros(3))]
+    with pytest.raises(s2s.UnsupportedError, match="passing a container argument to `s2s.grad"):
+        s2s.jit(gradient_inside)(params, np.ones(3))
+
+
 def test_a_loop_over_a_container_that_breaks_is_refused():
     params = [(np.eye(2), np.zeros(2))]
     with pytest.raises(s2s.UnsupportedError, match="loop over a container argument"):

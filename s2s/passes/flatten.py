@@ -20,9 +20,10 @@ the same way. Generated code therefore only ever sees leaves:
         return w * x + b
 
 A loop over a tuple or list parameter's items (``for W, b in params:``,
-``enumerate(params)``, ``params[:-1]``), or over ``range(len(params))``
-indexing it, is unrolled: the structure is known, so each pass selects its
-item by a literal. Using a container in any other way (arithmetic,
+``enumerate(params)``, ``zip(params, grads)``, ``params[:-1]``), or over
+``range(len(params))`` indexing it, is unrolled: the structure is known, so
+each pass selects its item by a literal; a comprehension over them becomes
+the literal of its items. Using a container in any other way (arithmetic,
 returning it) is an error at its line.
 """
 
@@ -50,6 +51,19 @@ def _literal_int(node):
     if isinstance(node, gast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
     return False
+
+
+def _bindings(bound: list) -> dict:
+    """The value each name of ``(target, value)`` pairs takes: ``W, b`` and ``params[0]`` give ``W`` the value
+    ``params[0][0]`` and ``b`` ``params[0][1]``."""
+    out = {}
+    for target, value in bound:
+        if isinstance(target, gast.Name):
+            out[target.id] = value
+        else:
+            out.update(_bindings([(t, gast.Subscript(value=copy.deepcopy(value), slice=const(j), ctx=gast.Load()))
+                                  for j, t in enumerate(target.elts)]))
+    return out
 
 
 def _breaks(body) -> bool:
@@ -320,39 +334,57 @@ class _Rewrite(gast.NodeTransformer):
             out += done if isinstance(done, list) else [done]
         return out
 
+    def visit_ListComp(self, node):
+        """``[f(W) for W, b in params]``: a list literal of each item's element (a generator: a tuple, which
+        ``sum``, ``max`` and ``min`` take as their items)."""
+        gen = node.generators[0] if len(node.generators) == 1 else None
+        passes = self._passes(gen.iter, gen.target) if gen is not None and not gen.ifs else None
+        if passes is None:
+            return self.generic_visit(node)
+        elts = [self.visit(subst(node.elt, _bindings(p))) for p in passes]
+        kind = gast.List if isinstance(node, gast.ListComp) else gast.Tuple
+        return gast.copy_location(kind(elts=elts, ctx=gast.Load()), node)
+
+    visit_GeneratorExp = visit_ListComp
+
+    def _passes(self, iterable, target) -> list | None:
+        """Each pass of a loop over container arguments as ``(target, value)`` pairs (``for W, b in params``,
+        ``enumerate(params)``, ``zip(params, grads)``, a literal slice), or None for any other loop."""
+        def called(fn: str) -> bool:
+            return isinstance(iterable, gast.Call) and isinstance(iterable.func, gast.Name) \
+                and iterable.func.id == fn and not iterable.keywords and len(iterable.args) >= 1
+        if called("enumerate") and len(iterable.args) == 1 and isinstance(target, gast.Tuple) \
+                and len(target.elts) == 2:
+            inner = self._passes(iterable.args[0], target.elts[1])
+            return None if inner is None else [[(target.elts[0], const(n)), *p] for n, p in enumerate(inner)]
+        if called("zip") and isinstance(target, gast.Tuple) and len(target.elts) == len(iterable.args):
+            parts = [self._passes(a, t) for a, t in zip(iterable.args, target.elts)]
+            return None if any(p is None for p in parts) else [sum(together, []) for together in zip(*parts)]
+        keys = self._item_keys(iterable)
+        if keys is None:
+            return None
+        sliced = isinstance(iterable, gast.Subscript) and isinstance(iterable.slice, gast.Slice)
+        base = iterable.value if sliced else iterable  # `params[:-1]` selects from `params`
+        return [[(target, gast.Subscript(value=copy.deepcopy(base), slice=const(k), ctx=gast.Load()))] for k in keys]
+
     def _unrolled(self, node) -> list | None:
         """The statements of ``node``'s passes, one after another, or None if it is not such a loop."""
-        target, iterable, index = node.target, node.iter, None
-        if isinstance(iterable, gast.Call) and isinstance(iterable.func, gast.Name) \
-                and iterable.func.id == "enumerate" and len(iterable.args) == 1 and not iterable.keywords \
-                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
-            (index, target), iterable = target.elts, iterable.args[0]
-        keys = self._item_keys(iterable)
-        if keys is not None:  # each pass binds the target to its item; an enumerate counter counts passes
-            sliced = isinstance(iterable, gast.Subscript) and isinstance(iterable.slice, gast.Slice)
-            base = iterable.value if sliced else iterable  # `params[:-1]` selects from `params`
-            heads = [[gast.Assign(targets=[copy.deepcopy(target)], type_comment=None,
-                                  value=gast.Subscript(value=copy.deepcopy(base), slice=const(k), ctx=gast.Load()))]
-                     for k in keys]
-            counter, counts = index, range(len(keys))
-        elif index is None and isinstance(target, gast.Name) and self._indexes_a_container(node):
-            counts = self._range_of(iterable)  # the loop variable takes the range's values
-            if counts is None:
-                return None
-            heads, counter = [[] for _ in counts], target
-        else:
+        passes = self._passes(node.iter, node.target)
+        if passes is None and isinstance(node.target, gast.Name) and self._indexes_a_container(node):
+            counts = self._range_of(node.iter)  # the loop variable takes the range's values
+            passes = None if counts is None else [[(node.target, const(k))] for k in counts]
+        if passes is None:
             return None
-        bound = names_written(target) | (names_written(counter) if counter is not None else set())
-        if node.orelse or bound & set().union(*(names_written(s) for s in node.body)) or _breaks(node.body):
+        if node.orelse or names_written(node.target) & set().union(*(names_written(s) for s in node.body)) \
+                or _breaks(node.body):
             raise self.error("this loop over a container argument (its passes are unrolled: they cannot "
                              "`break`, `continue`, rebind the loop variable or have an `else`)")
         out = []
-        for count, head in zip(counts, heads):
-            if counter is not None:  # bound, for reads after the loop, and a literal in the body
-                head = [gast.Assign(targets=[name(counter.id, store=True)], value=const(count), type_comment=None),
-                        *head]
-            out += [gast.copy_location(s, node) for s in head]
-            out += [subst(s, {counter.id: const(count)} if counter is not None else {}) for s in node.body]
+        for p in passes:  # the targets bound (read after the loop too), then the body; counters as literals
+            out += [gast.copy_location(gast.Assign(targets=[copy.deepcopy(t)], value=v, type_comment=None), node)
+                    for t, v in p]
+            numbers = {t.id: v for t, v in p if isinstance(t, gast.Name) and isinstance(v, gast.Constant)}
+            out += [subst(s, numbers) for s in node.body]
         return out
 
     def _item_keys(self, iterable) -> list | None:

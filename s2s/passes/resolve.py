@@ -218,6 +218,10 @@ class _Resolver(gast.NodeTransformer):
             return node
         if isinstance(func, gast.Call):
             transformed = self._transform_value(func)
+            if getattr(node, "s2s_structures", None):  # its entry would take, and give back, the leaves
+                raise self._unsupported(f"passing a container argument to `{attr_chain(func.func)}(...)` inside "
+                                        "a transformed function", hint="pass its arrays one by one, or call the "
+                                        "transform outside")
             if node.keywords:
                 raise self._unsupported(f"keyword arguments in a call of `{attr_chain(func.func)}(...)`")
             if _is_vmapped(transformed):
