@@ -269,9 +269,12 @@ def _flip_nb(m, axis=None):
         return lambda m, axis=None: np.flip(m)
     if not isinstance(axis, types.Integer):
         raise errors.TypingError(f"rt.flip: axis must be None or one int in compiled code, got {axis}")
-    # the axis to the front, reversed there by a slice, and back: three views
-    return lambda m, axis=None: np.swapaxes(np.swapaxes(m, 0, _norm_axis(axis, m.ndim))[::-1], 0,
-                                            _norm_axis(axis, m.ndim))
+
+    def impl(m, axis=None):
+        ax = _norm_axis(axis, m.ndim)
+        return np.swapaxes(np.swapaxes(m, 0, ax)[::-1], 0, ax)  # the axis to the front, reversed, back: views
+
+    return impl
 
 
 def roll(a, shift, axis=None):

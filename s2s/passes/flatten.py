@@ -47,7 +47,7 @@ def _literal_int(node):
         return None
     if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
         inner = _literal_int(node.operand)
-        return -inner if isinstance(inner, int) and inner is not False else False
+        return -inner if type(inner) is int else False
     if isinstance(node, gast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
     return False
