@@ -50,7 +50,8 @@ def lower(fn: gast.FunctionDef, namer, unsupported) -> gast.FunctionDef:
     """Rewrite the uses of lists and tuples in ``fn``, in place; ``unsupported(what, node)`` builds errors."""
     mutated = mutated_lists(fn)
     for s in walk_stmts(fn.body):  # one list under two names: its adjoint would be two lists
-        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and s.value.id in mutated:
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and isinstance(s.targets[0], gast.Name) \
+                and {s.value.id, s.targets[0].id} & mutated:
             raise unsupported(f"a list bound to a second name (`{s.targets[0].id} = {s.value.id}`) and changed "
                               "by `append`, `insert` or `pop`", s)
     lengths = _sequence_variables(fn)
@@ -91,22 +92,13 @@ def _sequence_variables(fn: gast.FunctionDef) -> dict[str, int]:
 
 
 def mutated_lists(fn: gast.FunctionDef) -> set[str]:
-    """Names whose ``append``, ``insert`` or ``pop`` is called, and the names bound to the same list (``m = l``
-    before ``m.append(a)``): such a list stays a list, one object under every name.
+    """Names whose ``append``, ``insert`` or ``pop`` is called: their list literals stay lists.
 
-        >>> mutated_lists(gast.parse("def f(a):\\n    l = [a]\\n    m = l\\n    m.append(a)").body[0]) == {"l", "m"}
-        True
+        >>> mutated_lists(gast.parse("def f(a):\\n    l = [a]\\n    l.append(a)").body[0])
+        {'l'}
     """
-    found = {n.value.id for n in gast.walk(fn) if isinstance(n, gast.Attribute) and n.attr in LIST_METHODS
-             and isinstance(n.value, gast.Name)}
-    aliases = [(s.targets[0].id, s.value.id) for s in walk_stmts(fn.body) if isinstance(s, gast.Assign)
-               and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name)]
-    grown = True
-    while grown:
-        before = len(found)
-        found |= {b for a, b in aliases if a in found} | {a for a, b in aliases if b in found}
-        grown = len(found) > before
-    return found
+    return {n.value.id for n in gast.walk(fn) if isinstance(n, gast.Attribute) and n.attr in LIST_METHODS
+            and isinstance(n.value, gast.Name)}
 
 
 def _items(node, lengths):
