@@ -29,9 +29,10 @@ from dataclasses import dataclass
 import gast
 import numba
 from numba.core import compiler, errors, ir, typed_passes, types
-from numba.core.extending import overload
+from numba.core.extending import overload, typeof_impl
 from numba.core.registry import cpu_target
 from numba.core.rewrites.static_raise import RewriteConstRaises
+from numba.core.typing.templates import AbstractTemplate, signature
 
 from ..astutil import names_written, walk_stmts
 from ..clock import section
@@ -144,19 +145,25 @@ class _WithoutSSA(compiler.Compiler):
 
 
 class Typer:
-    """Types the functions of one program, compiling their primal module once.
+    """Types the functions of one program by Numba's type inference alone: nothing is compiled.
 
-    The function asked for is typed by Numba's type inference alone; the
-    functions it calls are compiled by Numba (their return types). Where
-    that fails as Numba's SSA form types a variable twice (an integer-started
-    sum stacked into an array: "Cannot unify array(int64) and
-    array(float64)"), the called functions are compiled again without it.
+    A call of another function of the program is typed by typing that
+    function for the call's argument types (its return type), through a
+    :class:`_Callee` in the namespace the functions are executed in. Only a
+    recursive function is compiled (type inference alone re-enters it), in a
+    second namespace where every function is a Numba dispatcher. Where that
+    compile fails as Numba's SSA form types a variable twice (an
+    integer-started sum stacked into an array: "Cannot unify array(int64)
+    and array(float64)"), it is compiled again without it.
     """
 
     def __init__(self, program: Program):
         self.program = program
-        self.namespace: dict = {}
-        self._without_ssa = False  # the called functions are compiled without Numba's SSA pass
+        self.namespace: dict = {}  # each function a _Callee, but recursive ones (dispatchers of `_compiled`)
+        self._codes: list = []  # the primal modules' code, in the order added (a later definition wins)
+        self._py: dict = {}  # function name -> its Python function (executed in `namespace`)
+        self._compiled: dict | None = None  # the namespace of Numba dispatchers, made when a recursive function is
+        self._without_ssa = False  # the dispatchers are compiled without Numba's SSA pass
         self._memo: dict = {}
         self.line_maps: dict = {}  # primal module file name -> its line map (functions may be added later)
         self._spans: dict = {}  # primal module file name -> (first line, last line, function name) of each function
@@ -165,7 +172,7 @@ class Typer:
 
     @section(TYPING)
     def add(self, functions: list) -> None:
-        """Compile more of the program's functions into the primal module (functions already there stay)."""
+        """Add more of the program's functions to the primal module (functions already there stay)."""
         functions = [f for f in functions if f.name not in self._known]
         if not functions:
             return
@@ -174,15 +181,40 @@ class Typer:
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         self._spans[filename] = [(d.lineno, d.end_lineno, d.name) for d in ast.parse(text).body
                                  if isinstance(d, ast.FunctionDef)]
-        self.namespace.update(self.program.constants)
-        for key, transformed in self.program.transformed.items():
-            self.namespace.setdefault(key, call_stub(transformed))
-        exec(compile(text, filename, "exec"), self.namespace)
-        options = {"pipeline_class": _WithoutSSA} if self._without_ssa else {}
+        self._codes.append(compile(text, filename, "exec"))
+        self._globals(self.namespace)
+        exec(self._codes[-1], self.namespace)
         for f in functions:
-            self.namespace[f.name] = numba.njit(self.namespace[f.name], **options)
+            self._py[f.name] = self.namespace[f.name]
+            self.namespace[f.name] = _Callee(self, f.name)
             self._known.add(f.name)
         self.recursive = recursive_functions(list(self.program.functions.values()))
+        self._recompile()
+
+    def _recompile(self) -> None:
+        """Make the namespace of dispatchers again when a recursive function asks for one."""
+        self._compiled = None
+        for name_ in self.recursive & set(self._py):
+            self.namespace[name_] = self._dispatcher(name_)
+
+    def _globals(self, namespace: dict) -> None:
+        """Put what the primal functions read besides each other into ``namespace``: module constants and
+        s2s transforms."""
+        namespace.update(self.program.constants)
+        for key, transformed in self.program.transformed.items():
+            namespace.setdefault(key, call_stub(transformed))
+
+    def _dispatcher(self, name_: str):
+        """The Numba dispatcher of function ``name_``, in a namespace where every function is one."""
+        if self._compiled is None:
+            self._compiled = {}
+            self._globals(self._compiled)
+            for code in self._codes:
+                exec(code, self._compiled)
+            options = {"pipeline_class": _WithoutSSA} if self._without_ssa else {}
+            for f in self._py:
+                self._compiled[f] = numba.njit(self._compiled[f], **options)
+        return self._compiled[name_]
 
     @section(TYPING)
     def type(self, fn: Function, arg_types: tuple) -> Typed:
@@ -191,34 +223,33 @@ class Typer:
         key = (fn.name, arg_types)
         if key in self._memo:
             return self._memo[key]
-        dispatcher = self.namespace[fn.name]
         typingctx, targetctx = cpu_target.typing_context, cpu_target.target_context
         typingctx.refresh()
         targetctx.refresh()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", errors.NumbaPerformanceWarning)
-                return self._type(fn, arg_types, key, dispatcher, typingctx, targetctx)
+                return self._type(fn, arg_types, key, typingctx, targetctx)
         except errors.NumbaError as exc:
             mixed = re.search(r"Cannot unify .* for '(\w+)(\.\d+)?'(, defined at (<[^>]*>|\S+) \((\d+)\))?", str(exc))
             owner = self._owner(mixed.group(4), int(mixed.group(5))) if mixed and mixed.group(4) else fn.name
             if mixed and owner == fn.name and mixed.group(1) in _local_names(fn):  # a name rebound to a new type
                 return self._split(fn, arg_types, {mixed.group(1)})
-            if mixed and not self._without_ssa:  # in a called function: compile those as this one is typed
+            if mixed and not self._without_ssa:  # in a compiled function: compile those as this one is typed
                 self._without_ssa = True
-                functions, self._known = [self.program.by_name[n] for n in self._known], set()
-                self.add(functions)  # the types found so far stay: they do not depend on how callees compile
+                self._recompile()  # the types found so far stay: they do not depend on how callees compile
                 return self.type(fn, arg_types)
             raise self._error(fn, exc) from None
 
-    def _type(self, fn, arg_types, key, dispatcher, typingctx, targetctx) -> Typed:
+    def _type(self, fn, arg_types, key, typingctx, targetctx) -> Typed:
         if fn.name in self.recursive:
-            # type inference alone re-enters the dispatcher on a recursive call: compile instead
+            # type inference alone re-enters the function on a recursive call: compile instead
+            dispatcher = self._dispatcher(fn.name)
             dispatcher.compile(arg_types)
             result = dispatcher.overloads[arg_types].type_annotation
             return_type = dispatcher.overloads[arg_types].signature.return_type
         else:
-            interp = frontend(dispatcher.py_func)
+            interp = frontend(self._py[fn.name])
             result = typed_passes.type_inference_stage(typingctx, targetctx, interp, arg_types, None)
             return_type = result.return_type
         typemap: dict = {}
@@ -300,6 +331,25 @@ class Typer:
 def _local_names(fn: Function) -> set[str]:
     return set(fn.params) | {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name)
                              and isinstance(n.ctx, gast.Store)}
+
+
+class _Callee:
+    """A function of the program as its callers' type inference sees it: a call types as the return type the
+    typer finds for the call's argument types, and nothing is compiled."""
+
+    def __init__(self, typer: Typer, name_: str):
+        def generic(template, args, kws):
+            if kws:
+                return None
+            return signature(typer.type(typer.program.by_name[name_], args).return_type, *args)
+
+        template = type(f"Typing_{name_}", (AbstractTemplate,), {"key": self, "generic": generic})
+        self.numba_type = types.Function(template)
+
+
+@typeof_impl.register(_Callee)
+def _typeof_callee(callee: _Callee, context) -> types.Type:
+    return callee.numba_type
 
 
 _stubs: dict = {}
