@@ -434,13 +434,14 @@ class _Generator:
                 and activity.typed.is_array(p)]
 
     def root(self, typed: Typed, transform: str, argnums, has_aux: bool, single: bool,
-             vector: bool = False) -> str:
+             vector: bool = False, label: str | None = None) -> str:
         """``f_grad(params)``, ``f_value_and_grad(params)`` or ``f_vjp(params, ct)``: both sweeps in one function
-        (``vector``: ``ct`` carries a leading axis of directions, see :mod:`s2s.passes.directions`)."""
+        (``vector``: ``ct`` carries a leading axis of directions, see :mod:`s2s.passes.directions`), named
+        after ``label`` if given, else the transform."""
         fn = typed.function
         inputs, body, _, _, _, _, types_ = self._reverse_body(typed, transform, argnums, has_aux, single, False,
                                                               vector)
-        entry = self.program.namer.fresh(f"{fn.name}_{transform}")
+        entry = self.program.namer.fresh(f"{fn.name}_{label or transform}")
         self.functions.append(self._function(entry, inputs, body, fn, types_))
         return entry
 
@@ -552,16 +553,19 @@ class _Generator:
         as ``rt.directions_per_sweep`` allows. Where the sweeps cannot be split, the joint vjp runs per
         sweep (the primal again); where the sweep has no vector form, one sweep runs per row. A function
         returning a tuple gets one Jacobian per item: its rows take zero cotangents for the other items.
+        A function returning a float has one row: its gradient (:meth:`root`).
         """
         fn = typed.function
         params = fn.params
+        out_type = typed.return_type.types[0] if has_aux else typed.return_type
+        if isinstance(out_type, types.Float):  # one row: the gradient, in one function
+            return self.root(typed, "grad", argnums, has_aux, single, label="jacrev")
         try:
             sweeps = self.split_vjp_root(typed, argnums, has_aux, False, vector=True)
             vector = True
         except directions.NoDirections:
             sweeps = self.split_vjp_root(typed, argnums, has_aux, False)
             vector = False
-        out_type = typed.return_type.types[0] if has_aux else typed.return_type
         count = len(out_type.types) if isinstance(out_type, types.BaseTuple) else None
         namer = Namer(fn.namer.taken)
         out, res, tape = (namer.fresh(v) for v in ("_out", "_result", "_tape"))

@@ -20,9 +20,17 @@ SCRIPT = COUNT_COMPILES + textwrap.dedent('''
     def reversed_product(x):
         return np.sum(np.sin(x) * x[::-1]) + np.sum(x[1:] * x[:-1])
 
+    def logistic(x):
+        return 1.0 / (1.0 + np.exp(-x))
+
+    def sum_logistic(x):
+        return np.sum(logistic(x))
+
     event.register("numba:compile", Listener())
     if sys.argv[1] == "recurrence":
         s2s.grad(recurrence)(0.3, 1000)
+    elif sys.argv[1] == "hessian_by_jacrev":
+        s2s.jit(s2s.jacfwd(s2s.jacrev(sum_logistic)))(np.linspace(-1.0, 1.0, 5))
     else:  # the adjoint of a slice is assigned into a slice of the gradient: `x_adj[::-1] = ...`
         s2s.grad(reversed_product)(np.linspace(0.1, 1.0, 9))
     print(json.dumps(compiled))
@@ -60,3 +68,13 @@ def test_assigning_into_a_slice_compiles_no_string_machinery(tmp_path):
     assert "reversed_product_grad" in compiled
     strings = [name for name in compiled if any(s in name for s in STRING_MACHINERY)]
     assert not strings, f"string machinery compiled for a gradient without strings: {strings}"
+
+
+def test_a_hessian_by_jacfwd_of_jacrev_compiles_each_generated_function_once(tmp_path):
+    """The types of a call come from type inference of the callee, not from compiling it; the reverse-mode
+    Jacobian of a function with a float output is its gradient, one function (no split sweeps)."""
+    compiled = cold_compilations(tmp_path, "hessian_by_jacrev")
+    generated = [name for name in compiled if "logistic" in name]
+    assert "sum_logistic_jacrev_jacfwd" in generated
+    assert len(generated) == len(set(generated)), generated
+    assert not [name for name in generated if "_vjp_fwd" in name or "_vjp_bwd" in name], generated
