@@ -43,6 +43,7 @@ from .broadcast import (
     zero_cotangent,
 )
 from .einsum import einsum, einsum_vjp_a, einsum_vjp_b
+from .heap import empty, zeros
 from .indexing import group_sum, index_at, index_length, last_write, take_along_axis_vjp, take_vjp
 from .linalg import (
     dot_vjp_a,
@@ -189,6 +190,7 @@ __all__ = [
     "eigh_v",
     "eigh_w",
     "einsum",
+    "empty",
     "einsum_vjp_a",
     "einsum_vjp_b",
     "extremum_jvp",
@@ -276,6 +278,7 @@ __all__ = [
     "unreduce",
     "unstack_like",
     "var",
+    "zeros",
     "vm",
     "vsplit_like",
     "zeros_list_like",

@@ -25,6 +25,7 @@ import numpy as np
 from numba import literal_unroll
 from numba.core import types
 
+from .heap import empty
 from .helper_cache import overload, register_jitable
 from .reductions import _sum_loop, _v3, extremum_vjp_along, spread_along
 
@@ -299,7 +300,7 @@ def reserve(tape, need):
     size = tape.shape[0]
     if size >= need:
         return tape
-    grown = np.empty(max(need, 2 * size), tape.dtype)
+    grown = empty(max(need, 2 * size), tape.dtype)  # large tapes on huge pages
     for i in range(size):  # an element loop: a slice assignment compiles Numba's shape-error formatting
         grown[i] = tape[i]
     return grown

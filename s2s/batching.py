@@ -89,10 +89,11 @@ def template(text: str) -> gast.FunctionDef:
 
 
 def _allocation(example) -> str:
-    """``np.empty(...)`` for ``n`` results shaped and typed like ``example`` (a leading batch axis)."""
+    """``rt.empty(...)`` for ``n`` results shaped and typed like ``example`` (a leading batch axis; large ones on
+    huge pages, see :mod:`s2s.passes.allocations`)."""
     shape = ", ".join(["n", *(str(d) for d in np.shape(example))])
     dtype = np.asarray(example).dtype
-    return f"np.empty(({shape}{',' if np.ndim(example) == 0 else ''}), " \
+    return f"rt.empty(({shape}{',' if np.ndim(example) == 0 else ''}), " \
            f"{'np.bool_' if dtype == np.bool_ else f'np.{dtype.name}'})"
 
 
@@ -114,7 +115,7 @@ def loop_function(name: str, into: Into, axes: list, results: list, loop: str, d
     >>> print(to_source(loop_function("g_vmap", into, [0], [np.zeros(2)], "range", "")))
     def g_vmap(a0):
         n = a0.shape[0]
-        out0 = np.empty((n, 2), np.float64)
+        out0 = rt.empty((n, 2), np.float64)
         for b in range(n):
             g_into(a0[b], out0[b])
         return out0

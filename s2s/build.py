@@ -100,6 +100,8 @@ class Builder:
         self.fuse = fuse and target != "python"
         # the runtime's vectorising elementary functions instead of libm (not in code made to be transformed again)
         self.vector_math = self.fuse and fast_math and not vector_math.exact_math_requested()
+        # large arrays on huge pages (not in CUDA kernels' code, built without row sweeps, which allocates nothing)
+        self.huge_pages = self.fuse and row_sweeps
         # the pytree structure of each argument; generated code takes their leaves
         self.structures = {k: t for k, t in enumerate(structures) if t.kind != "leaf"}
         self.takes_leaves = takes_leaves  # fn is generated code: it takes the leaves of the structures already
@@ -199,7 +201,7 @@ class Builder:
         indexes = any(_may_be_out_of_bounds(n) for f in program.functions.values() for n in gast.walk(f.node))
         if self.target != "python":
             ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed), types=typed.typemap,
-                                   vector_math=self.vector_math, check_bounds=indexes)
+                                   vector_math=self.vector_math, huge_pages=self.huge_pages, check_bounds=indexes)
             functions = [pipeline.run("finish", f, ctx) for f in functions]
         sig = ", ".join(str(t) for t in arg_types)
         what, filename, lineno = self.origin or (f"{self.transform} of {root.src.name}", root.src.filename,

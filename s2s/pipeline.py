@@ -14,7 +14,7 @@ the source after every pass of every stage::
     reverse     simplify → fuse → tapes                        (a grad, vjp or jacrev entry)
     callee vjp  simplify → fuse → tapes                        (the vjp of a called function)
     forward     simplify → fuse (with broadcast rows)          (a jvp or jacfwd entry, a callee's jvp)
-    finish      integer powers → vector math → bounds          (every function of a compiled module)
+    finish      integer powers → vector math → bounds → allocations   (every function of a compiled module)
     then s2s.vmap batches a compiled entry (s2s.batching parses its module back into gast):
     batch       decide shape tests → into variant              (the per-example entry of a vmap)
     kernel      device function → device spellings            (each function a CUDA kernel reaches)
@@ -36,6 +36,7 @@ from .astutil import assign, call, name, to_source
 from .clock import section
 from .naming import Namer
 from .passes import (
+    allocations,
     anf,
     bounds,
     comprehensions,
@@ -84,7 +85,8 @@ class Context:
     The kernel stage: ``cuda_name``, ``local_arrays`` (generated line → the
     fixed-size local array replacing its allocation) and ``error``
     (``(construct, line, hint)`` → a located ``UnsupportedError``).
-    The finish stage: ``vector_math`` (use the runtime's vector kernels) and
+    The finish stage: ``vector_math`` (use the runtime's vector kernels),
+    ``huge_pages`` (allocate with the runtime's ``rt.empty``/``rt.zeros``) and
     ``check_bounds`` (the user's code indexes elements: write the checks).
     """
 
@@ -109,6 +111,7 @@ class Context:
     local_arrays: dict = field(default_factory=dict)
     error: Callable | None = None
     vector_math: bool = False
+    huge_pages: bool = False
     check_bounds: bool = False
 
 
@@ -244,7 +247,8 @@ STAGES: dict[str, list[Pass]] = {
     "finish": [Pass("integer powers", lambda fn, ctx: integer_powers.integer_powers(fn)),
                Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
                     if ctx.vector_math else fn),
-               Pass("bounds", lambda fn, ctx: bounds.check_bounds(fn) if ctx.check_bounds else fn)],
+               Pass("bounds", lambda fn, ctx: bounds.check_bounds(fn) if ctx.check_bounds else fn),
+               Pass("allocations", lambda fn, ctx: allocations.allocations(fn) if ctx.huge_pages else fn)],
     "batch": [Pass("decide shape tests", into.decide_shape_tests), Pass("into variant", into.into_variant)],
     "kernel": [Pass("device function", device.device_function), Pass("device spellings", device.device_spellings)],
 }

@@ -390,6 +390,8 @@ for _name in ("arccos", "arcsin", "arctan", "cbrt", "cos", "cosh", "exp", "exp2"
                                                "tests/test_vector_codegen.py differentiates code calling them")
 COVERED_ELSEWHERE[rt.broadcast_size] = ("the element count of a fused np.mean: tests/test_fusion.py (jit, grad "
                                         "and hessian of means, variances and norms)")
+for _fn in (rt.empty, rt.zeros):
+    COVERED_ELSEWHERE[_fn] = "np.empty and np.zeros on huge pages in generated code: tests/test_allocations.py"
 COVERED_ELSEWHERE[rt.int_power] = "integer powers in compiled code: tests/test_language.py (jit and grad)"
 COVERED_ELSEWHERE[rt.zero_cotangent] = "jacrev of tuple outputs: tests/test_tuple_outputs.py"
 COVERED_ELSEWHERE[rt.diff_edge] = ("np.diff's prepend and append: tests/test_numpy_axes_diff.py (grad, jacfwd, "
