@@ -87,7 +87,7 @@ def test_bench_cache_quick(tmp_path):
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     assert "Aims" in result.stdout
     payload = json.loads(out.read_text())
-    assert {"W1", "W2", "W3"} <= set(payload["results"])
+    assert {"W1", "W2", "W3", "first_calls"} <= set(payload["results"])
     for workload in ("W1", "W2", "W3"):
         row = payload["results"][workload]
         assert row["cold"]["first"] > 0 and row["warm"]["first"] > 0 and row["warm_numba_started"]["first"] > 0
