@@ -312,7 +312,7 @@ def test_loops_over_matrices_read_row_columns_by_row():
     z, labels = RNG.standard_normal((7, 5)), RNG.integers(0, 5, 7)
     y = np.eye(5)[labels]
     source = s2s.source(s2s.grad(softmax_cross_entropy), z, y)
-    assert "for _k in range(e.shape[0]):" in source and "[_k]" in source, source
+    assert "for _k in range(z.shape[0]):" in source and "[_k]" in source, source
     p = np.exp(z - z.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(s2s.grad(softmax_cross_entropy)(z, y), (p - y) / 7, rtol=1e-12, atol=1e-15)
@@ -375,6 +375,36 @@ def test_row_sums_into_columns_join_the_matrix_loop():
                                rtol=1e-6, atol=1e-8)
 
 
+def row_sums_of_expressions(z, w):
+    e = np.exp(z - np.max(z, axis=1, keepdims=True))
+    c = np.sum(e * w, axis=1, keepdims=True)  # a new column, summed as the loop computing e goes
+    r = np.sum(np.log(e / c) * z, axis=-1)  # a new vector of row sums
+    return np.sum(r * r) + np.sum(c)
+
+
+def test_row_sums_of_an_expression_join_the_loop_that_computes_it():
+    """``np.sum(e, axis=1, keepdims=True)`` of a matrix expression (a new column) and ``np.sum(e, axis=1)`` (a
+    new vector) are summed row by row in the loop that computes ``e``, where they were a pass of their own
+    after it; a statement reading the sums waits for the loop's end. Shapes that broadcast otherwise run the
+    statements unfused."""
+    z, w = RNG.standard_normal((6, 4)), RNG.uniform(0.5, 2.0, 4)  # positive weights: the logarithm is defined
+    source = s2s.source(s2s.grad(row_sums_of_expressions, argnums=(0, 1)), z, w)
+    fused = source.split("else:")[0]
+    assert "c_row = rt.vm.reduce_add(c_row" in fused and "rt.sum(" not in fused, source
+    assert "r_row = rt.vm.reduce_add(r_row" in source, source
+    for a, b in ((z, w), (z[:1], w), (z[:, :1], w[:1]), (z[:, :1], w)):
+        assert s2s.jit(row_sums_of_expressions)(a, b) == pytest.approx(row_sums_of_expressions(a, b), rel=1e-12)
+        for k in (0, 1):
+            np.testing.assert_allclose(s2s.grad(row_sums_of_expressions, argnums=k)(a, b),
+                                       numerical_grad(row_sums_of_expressions, (a, b), k), rtol=1e-6, atol=1e-8)
+    integers = RNG.integers(-3, 4, (5, 3))  # a sum of integers stays NumPy's (an integer vector)
+    assert np.array_equal(s2s.jit(integer_row_sums)(integers), integer_row_sums(integers))
+
+
+def integer_row_sums(a):
+    return np.sum(a * a - 1, axis=1)
+
+
 def centred_energy(x):
     c = x - np.mean(x, axis=1, keepdims=True)
     s = np.sum(c * c, axis=1, keepdims=True)
@@ -398,7 +428,7 @@ def test_a_mean_s_adjoint_and_a_centred_array_are_read_as_numbers():
     z, labels = RNG.standard_normal((7, 5)), RNG.integers(0, 5, 7)
     y = np.eye(5)[labels]
     source = s2s.source(s2s.grad(softmax_cross_entropy), z, y)
-    loop = source[source.index("for _k2"):]
+    loop = source[source.index("p_adj_i = "):]
     assert "-1.0 / rt.reduced_count(" in loop.split("else:")[0], source  # the mean's adjoint, in the loop
 
 

@@ -686,8 +686,9 @@ class _Fuser:
 
     def _column_sum(self, s):
         """``e`` where statement ``s`` sums the rows of ``e`` into a column: ``t = rt.unbroadcast(e, c)`` or
-        ``t += rt.unbroadcast(e, c)`` of a column ``c`` (``t`` a C-contiguous column there), ``e`` matrices
-        (not only columns) under arithmetic; else None."""
+        ``t += rt.unbroadcast(e, c)`` of a column ``c`` (``t`` a C-contiguous column there), or ``t =
+        rt.sum(e, axis=1, keepdims=True)`` (``t`` a new column; without ``keepdims``, a new vector of the row
+        sums), ``e`` matrices (not only columns) under arithmetic; else None."""
         if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add) and isinstance(s.target, gast.Name):
             target = s.target.id
             if target not in self.columns or getattr(self.types.get(target), "layout", "") != "C":
@@ -697,14 +698,30 @@ class _Fuser:
         else:
             return None
         value = s.value
-        if not (isinstance(value, gast.Call) and attr_chain(value.func) == "rt.unbroadcast" and len(value.args) == 2
-                and not value.keywords and isinstance(value.args[1], gast.Name) and value.args[1].id in self.columns
-                and self.array_ndim(target) == 2):
-            return None
-        e = value.args[0]
+        e = self._row_sum(value, self.array_ndim(target)) if isinstance(s, gast.Assign) \
+            and isinstance(getattr(self.types.get(target), "dtype", None), nbtypes.Float) else None
+        if e is None:
+            if not (isinstance(value, gast.Call) and attr_chain(value.func) == "rt.unbroadcast"
+                    and len(value.args) == 2 and not value.keywords and isinstance(value.args[1], gast.Name)
+                    and value.args[1].id in self.columns and self.array_ndim(target) == 2):
+                return None
+            e = value.args[0]
         full = any(isinstance(n, gast.Name) and self.array_ndim(n.id) == 2 and n.id not in self.columns
                    for n in gast.walk(e))
         return e if full and self._spreads(e) else None
+
+    @staticmethod
+    def _row_sum(value, ndim: int | None):
+        """``e`` where ``value`` sums each row of ``e`` (``rt.sum(e, axis=1)``, a vector: ``ndim`` 1; with
+        ``keepdims=True``, a column: ``ndim`` 2), else None."""
+        if not (isinstance(value, gast.Call) and attr_chain(value.func) == "rt.sum"):
+            return None
+        bound = lookup_spelling("rt.sum").bind(value.args, {k.arg: k.value for k in value.keywords})
+        if bound is None or _constant(bound["axis"]) not in (1, -1) \
+                or not isinstance(bound["keepdims"], gast.Constant) \
+                or not all(isinstance(bound[k], gast.Constant) and bound[k].value is None for k in ("dtype", "out")):
+            return None
+        return bound["a"] if ndim == (2 if bound["keepdims"].value is True else 1) else None
 
     def _spreads(self, expr) -> bool:
         """Whether ``expr`` is numbers, scalars and matrices under arithmetic, element-wise calls and
@@ -921,13 +938,13 @@ class _Fuser:
                                right=_attr(space.id, "shape"))
         row = _attr((rows + spaces)[0], "size") if rows or spaces else \
             gast.Subscript(value=_attr(full[0], "shape"), slice=const(1), ctx=gast.Load()) if columns else None
-        column_shape = gast.Tuple(elts=[copy.deepcopy(lead), const(1)], ctx=gast.Load())
-        for s in run.stmts:  # a new column the loop sums into
+        for s in run.stmts:  # a new column (or vector of row sums) the loop sums into
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \
                     and s.targets[0].id in run.column_sums:
                 dtype = self.types[s.targets[0].id].dtype
-                before.append(assign(s.targets[0].id, call("np.empty", copy.deepcopy(column_shape),
-                                                            dotted(f"np.{dtype}"))))
+                sums_shape = gast.Tuple(elts=[copy.deepcopy(lead)] + [const(1)] * (
+                    self.array_ndim(s.targets[0].id) - 1), ctx=gast.Load())
+                before.append(assign(s.targets[0].id, call("np.empty", sums_shape, dotted(f"np.{dtype}"))))
         jacobian = self._jacobian_use(run, rest, outputs, bases, full)
         orelse = [copy.deepcopy(d) for d in reversed(bases.values())] + copy.deepcopy(run.stmts)
         if jacobian is not None:  # the loop writes the Jacobian block (out.shape + x.shape) row by row
