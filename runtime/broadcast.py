@@ -31,7 +31,7 @@ from .reductions import _sum_loop, _v3, extremum_vjp_along, spread_along
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "jacobian_block", "column_buffer", "jacobian_column", "batch_like",
-           "flat", "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows"]
+           "flat", "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows", "cast"]
 
 
 def unbroadcast(g, like):
@@ -560,6 +560,26 @@ def _flat_nb(a):
     if isinstance(a, types.Array) and a.layout == "C":  # a view, without the copy test (a fused loop's inputs)
         return (lambda a: a) if a.ndim == 1 else (lambda a: a.reshape(-1))
     return lambda a: np.ascontiguousarray(a).reshape(-1)
+
+
+def cast(a, dtype):
+    """``a`` with elements of ``dtype``: ``a`` itself where they are already, else a converted copy.
+
+    A fused loop's output has its primal's dtype; the statements that run where the shapes do not fit the loop
+    may compute it in float64 (Numba makes ``float32_array * 1.0`` float64), and the two must agree.
+
+    >>> a = np.ones(2, np.float32); cast(a, np.float32) is a, cast(a * 1.0, np.float32).dtype
+    (True, dtype('float32'))
+    """
+    return np.asarray(a, dtype)
+
+
+@overload(cast)
+def _cast_nb(a, dtype):
+    target = getattr(dtype, "dtype", getattr(dtype, "instance_type", None))
+    if isinstance(a, types.Array) and a.dtype == target:
+        return lambda a, dtype: a
+    return lambda a, dtype: a.astype(dtype)
 
 
 def assign_into(x, value):

@@ -688,7 +688,8 @@ class _Fuser:
         """``e`` where statement ``s`` sums the rows of ``e`` into a column: ``t = rt.unbroadcast(e, c)`` or
         ``t += rt.unbroadcast(e, c)`` of a column ``c`` (``t`` a C-contiguous column there), or ``t =
         rt.sum(e, axis=1, keepdims=True)`` (``t`` a new column; without ``keepdims``, a new vector of the row
-        sums), ``e`` matrices (not only columns) under arithmetic; else None."""
+        sums; ``rt.mean`` the same, each total divided by the row's length), ``e`` matrices (not only
+        columns) under arithmetic; else None."""
         if isinstance(s, gast.AugAssign) and isinstance(s.op, gast.Add) and isinstance(s.target, gast.Name):
             target = s.target.id
             if target not in self.columns or getattr(self.types.get(target), "layout", "") != "C":
@@ -713,10 +714,10 @@ class _Fuser:
     @staticmethod
     def _row_sum(value, ndim: int | None):
         """``e`` where ``value`` sums each row of ``e`` (``rt.sum(e, axis=1)``, a vector: ``ndim`` 1; with
-        ``keepdims=True``, a column: ``ndim`` 2), else None."""
-        if not (isinstance(value, gast.Call) and attr_chain(value.func) == "rt.sum"):
+        ``keepdims=True``, a column: ``ndim`` 2) or averages it (``rt.mean``, the same), else None."""
+        if not (isinstance(value, gast.Call) and attr_chain(value.func) in _ROW_REDUCTIONS):
             return None
-        bound = lookup_spelling("rt.sum").bind(value.args, {k.arg: k.value for k in value.keywords})
+        bound = lookup_spelling(attr_chain(value.func)).bind(value.args, {k.arg: k.value for k in value.keywords})
         if bound is None or _constant(bound["axis"]) not in (1, -1) \
                 or not isinstance(bound["keepdims"], gast.Constant) \
                 or not all(isinstance(bound[k], gast.Constant) and bound[k].value is None for k in ("dtype", "out")):
@@ -792,14 +793,15 @@ class _Fuser:
             run.reductions.add(target)
 
     def _worth(self, run: _Run) -> bool:
-        """A run pays when it saves at least one array pass: two statements, or a sum of an expression."""
+        """A run pays when it saves at least one array pass: two statements, or a sum (or row sums) of an
+        expression."""
         if not any(self.array_ndim(v) == run.ndim and (run.kind != "full" or v not in self.columns)
                    for v in run.inputs):
             return False
         if len(run.stmts) > 1:
             return True
         (s,) = run.stmts
-        return bool(run.reductions) and not isinstance(s.value.args[0], gast.Name)
+        return bool(run.reductions or run.column_sums) and not isinstance(s.value.args[0], gast.Name)
 
     def emit(self, run: _Run, rest: list, out: list) -> list:
         """``if <the inputs' shapes agree>: <loop> else: <the run as it was>``.
@@ -816,7 +818,7 @@ class _Fuser:
         rows = [v for v in run.inputs if self.array_ndim(v) == run.ndim - 1  # broadcast along the leading axis
                 and (v in run.read or not run.rows)]  # (a shape read outside forward mode is no row)
         spaces = [b.value.args[2].id for b in bases.values()]  # the arrays the bases' rows are shaped like
-        nested = bool(rows or bases or columns)
+        nested = bool(rows or bases or columns or run.column_sums)
         index = self.namer.fresh("_i")
         outer, inner = (self.namer.fresh("_k"), self.namer.fresh("_j")) if nested else (None, index)
         flat = {v: self.namer.fresh(f"_{v}") for v in run.inputs if v not in bases}
@@ -877,6 +879,7 @@ class _Fuser:
 
         writes = [w for w in map(self._reversed_write, run.stmts) if w is not None]
         row_start, row_end = [], []  # around the loop along a row: the totals of the column sums
+        means: list[gast.BinOp] = []  # `total / m` of the row means: m, the row's length, set below
         summed_into: set[str] = set()
         for s in run.stmts:
             summed = self._column_sum(s) if run.column_sums else None
@@ -891,9 +894,14 @@ class _Fuser:
                 row_start.append(assign(total, const(0.0)))
                 flat[target] = self.namer.fresh(f"_{target}")
                 slot = in_bounds(gast.Subscript(value=name(flat[target]), slice=name(outer), ctx=gast.Store()))
-                row_end.append(gast.AugAssign(target=slot, op=gast.Add(), value=name(total))
+                if isinstance(s, gast.Assign) and attr_chain(s.value.func) == "rt.mean":  # the row's total / m
+                    total_ = gast.BinOp(left=name(total), op=gast.Div(), right=const(1))  # m: once it is known
+                    means.append(total_)
+                else:
+                    total_ = name(total)
+                row_end.append(gast.AugAssign(target=slot, op=gast.Add(), value=total_)
                                if isinstance(s, gast.AugAssign) else
-                               gast.Assign(targets=[slot], value=name(total), type_comment=None))
+                               gast.Assign(targets=[slot], value=total_, type_comment=None))
                 continue
             write = self._reversed_write(s)
             if write is not None:  # element i of `a[::-1]` is a[a.size - 1 - i]
@@ -937,7 +945,10 @@ class _Fuser:
             shape = gast.BinOp(left=gast.Tuple(elts=[copy.deepcopy(count)], ctx=gast.Load()), op=gast.Add(),
                                right=_attr(space.id, "shape"))
         row = _attr((rows + spaces)[0], "size") if rows or spaces else \
-            gast.Subscript(value=_attr(full[0], "shape"), slice=const(1), ctx=gast.Load()) if columns else None
+            gast.Subscript(value=_attr(full[0], "shape"), slice=const(1), ctx=gast.Load()) \
+            if columns or run.column_sums else None
+        for mean in means:  # a row's mean: its total over the row's length
+            mean.right = copy.deepcopy(row)
         for s in run.stmts:  # a new column (or vector of row sums) the loop sums into
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \
                     and s.targets[0].id in run.column_sums:
@@ -976,6 +987,8 @@ class _Fuser:
                     dtype = self.types[v].dtype
                     before.append(assign(buffer, call("np.empty", copy.deepcopy(shape), dotted(f"np.{dtype}"))))
                     flat[buffer] = self.namer.fresh(f"_{buffer}")
+                    if dtype != nbtypes.float64:  # the statements as they were may compute it in float64
+                        orelse.append(assign(v, call("rt.cast", name(v), dotted(f"np.{dtype}"))))
                 target = in_bounds(gast.Subscript(value=name(flat[buffer]), slice=name(index), ctx=gast.Store()))
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
             tail += [assign(v, name(run.aliases[v])) for v in shared]
@@ -1204,6 +1217,9 @@ def _row_values(body: list, outer: set[str], inner: str, namer: Namer) -> tuple[
 def _shape_equal(shape, var: str) -> gast.Compare:
     """``shape == var.shape``."""
     return gast.Compare(left=shape, ops=[gast.Eq()], comparators=[_attr(var, "shape")])
+
+
+_ROW_REDUCTIONS = ("rt.sum", "rt.mean")  # row sums the loop over a matrix computes (s2s.passes.fuse._row_sum)
 
 
 def _constant(node):
