@@ -57,9 +57,11 @@ once per element of the broadcast axis, in a loop over rows and columns: an ``(n
 reduction along the rows with ``keepdims=True``, and arithmetic of columns) at the row's index, a 1-D
 row of ``m`` at the column's (``h = g * w``); ``x.shape[1:] == w.shape`` and ``c.shape == (n, 1)`` are
 checked at run time. A sum along the rows into a column (``t += rt.unbroadcast(e, c)``, the adjoint of a
-column broadcast; inside a larger expression it is bound to a column of its own first) adds each row into
-a scalar and writes the column's element after the row; no other statement of the loop reads that
-column. Other statements that make a column are not part of such a loop.
+column broadcast; inside a larger expression it is bound to a column of its own first; and a new one,
+``rt.sum(e, axis=1, keepdims=True)`` of a float matrix expression, or without ``keepdims`` a vector,
+``rt.mean`` the same over the row's length) adds each row into a scalar and writes the column's element
+after the row; no other statement of the loop reads that column. Other statements that make a column are
+not part of such a loop.
 
 With ``broadcast=True`` (forward mode) a run over arrays of rank r may also
 read arrays of rank r - 1, which NumPy broadcasts along the leading axis: a
