@@ -92,6 +92,19 @@ def test_unsupported_star_args(target):
     assert_located(err, uses_star_args, def_line(uses_star_args))
 
 
+def calls_star_args(x):
+    return uses_star_args(x, x * x)  # <- a call of a *args function
+
+
+@targets
+def test_a_call_of_a_function_with_star_args_is_refused_at_the_call(target):
+    """It was an S2SError "uses_star_args() takes 1 positional arguments but 2 were given" (found by a probe)."""
+    with pytest.raises(UnsupportedError) as info:
+        s2s.grad(calls_star_args, target=target)(X)
+    assert "*args" in str(info.value) and "uses_star_args" in str(info.value)
+    assert_located(info.value, calls_star_args, line_of(calls_star_args, "<- a call of a *args function"))
+
+
 def weighted(x, w):
     return np.sum(x * w)  # <- list as a value
 

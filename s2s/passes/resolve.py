@@ -26,6 +26,7 @@ Assumes the fence has run. Leaves the tree otherwise unchanged.
 from __future__ import annotations
 
 import copy
+import inspect
 import numbers
 import types
 
@@ -278,6 +279,10 @@ class _Resolver(gast.NodeTransformer):
             if node.keywords:
                 raise self._unsupported(f"keyword arguments in a call of {fn.__name__} that passes a container")
             return
+        signature = inspect.signature(fn).parameters.values()
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in signature):
+            raise self._unsupported(f"a call of {fn.__name__}, which takes `*args` or `**kwargs`",
+                                    hint="give it one parameter per argument")
         params.bind(node, params.from_signature(fn, self.constant), fn.__name__,
                     lambda message: self.src.error(S2SError, message, self.stmt))
 
