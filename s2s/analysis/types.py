@@ -162,7 +162,7 @@ class Typer:
         self.namespace: dict = {}  # each function a _Callee, but recursive ones (dispatchers of `_compiled`)
         self._codes: list = []  # the primal modules' code, in the order added (a later definition wins)
         self._py: dict = {}  # function name -> its Python function (executed in `namespace`)
-        self._compiled: dict | None = None  # the namespace of Numba dispatchers, made when a recursive function is
+        self._compiled: dict | None = None  # the namespace of Numba dispatchers, made for recursive functions
         self._without_ssa = False  # the dispatchers are compiled without Numba's SSA pass
         self._memo: dict = {}
         self.line_maps: dict = {}  # primal module file name -> its line map (functions may be added later)
