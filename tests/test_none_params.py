@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import s2s
+from s2s.check import numerical_grad
 from s2s.errors import UnsupportedError
 
 X = np.array([0.5, 1.0, -0.3])
@@ -93,6 +94,24 @@ def test_a_callee_called_with_a_tuple_then_with_an_array(target):
     x = np.array([1.0, 5.0, 7.0])
     assert s2s.jit(first_of_a_tuple_then_of_an_array, target=target)(x) == first_of_a_tuple_then_of_an_array(x)
     np.testing.assert_allclose(s2s.grad(first_of_a_tuple_then_of_an_array, target=target)(x), [2.0, 2.0, 0.0])
+
+
+def normed(v, axis=None):
+    return v / np.sqrt(np.sum(v * v, axis=axis, keepdims=True))
+
+
+def normed_both_ways(a):
+    return np.sum(normed(a[0]) ** 3) + np.sum(normed(a, axis=0) * a)
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_a_parameter_given_none_passed_on_as_a_value(target):
+    """``axis=axis`` of a helper's ``axis=None``: was refused as "using the container argument `axis` as a
+    value" (found by a probe); the read is the constant None."""
+    a = np.random.default_rng(3).uniform(0.5, 1.5, (3, 4))
+    assert s2s.jit(normed_both_ways, target=target)(a) == pytest.approx(normed_both_ways(a), rel=1e-12)
+    np.testing.assert_allclose(s2s.grad(normed_both_ways, target=target)(a),
+                               numerical_grad(normed_both_ways, (a,), 0), rtol=1e-6, atol=1e-9)
 
 
 def test_none_loop_assigns_then_tests_none_is_refused():

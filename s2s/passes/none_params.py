@@ -5,8 +5,9 @@ only between a parameter and ``None``. A parameter given ``None`` (an empty
 pytree: its structure says so) makes ``p is None`` true; in the entry
 function, whose arguments are the caller's values, every other parameter
 makes it false. An ``if`` on a decided test keeps only the branch taken, a
-conditional expression only its chosen side, and any other use becomes the
-constant. A test that is not decided (a callee's parameter given a value)
+conditional expression only its chosen side, any other use of the test becomes
+the constant, and a read of a parameter given None (``np.sum(v, axis=axis)``)
+becomes ``None``. A test that is not decided (a callee's parameter given a value)
 stays, for Numba to decide by the argument's type. A parameter given None
 that the function assigns is a local variable (``if w is None: w = 2.0``):
 the parameter itself is renamed.
@@ -126,3 +127,9 @@ class _Decide(gast.NodeTransformer):
     def visit_Compare(self, node):
         value = self.decided(node)
         return gast.Constant(value=value, kind=None) if value is not None else self.generic_visit(node)
+
+    def visit_Name(self, node):
+        """A parameter given None, read before it is rebound, is the constant (``np.sum(v, axis=axis)``)."""
+        if isinstance(node.ctx, gast.Load) and self.is_none.get(node.id) and node.id not in self.rebound:
+            return gast.Constant(value=None, kind=None)
+        return node
