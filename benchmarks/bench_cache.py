@@ -46,11 +46,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # as in bench_spine.py
 
-CHILD = r"""
-import json, statistics, sys, time
-start = time.perf_counter()
-import s2s
-imported = time.perf_counter() - start
+#: Counts the functions Numba compiles in a measuring process (``compiled``, their names).
+COUNT_COMPILES = r"""
 from numba.core import event
 compiled = []
 class Count(event.Listener):
@@ -59,7 +56,14 @@ class Count(event.Listener):
     def on_end(self, ev):
         pass
 event.register("numba:compile", Count())
-sys.path.insert(0, {here!r})
+"""
+
+CHILD = r"""
+import json, statistics, sys, time
+start = time.perf_counter()
+import s2s
+imported = time.perf_counter() - start
+""" + COUNT_COMPILES + r"""sys.path.insert(0, {here!r})
 import bench_spine as spine
 workload, size = {workload!r}, {size!r}
 data = spine.make_data(workload, size)
@@ -175,17 +179,9 @@ import json, sys, time
 sys.path[:0] = [{folder!r}, {here!r}]
 import numpy as np
 import s2s
-from numba.core import event
 import first_calls as fn
 from gradbench.evals import gmm
-compiled = []
-class Count(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", Count())
-rng = np.random.default_rng(0)
+""" + COUNT_COMPILES + r"""rng = np.random.default_rng(0)
 start = time.perf_counter()
 {statement}
 print(json.dumps({{"first": time.perf_counter() - start, "compiled": len(compiled)}}))
