@@ -700,3 +700,25 @@ def test_a_popped_array_is_the_array_pushed():
     np.testing.assert_allclose(tangent, numerical_grad(write_through_a_popped_array, (x,), 0) @ v, rtol=1e-7)
     with pytest.raises(s2s.S2SError, match="writing into `z` while `y`"):
         s2s.grad(write_through_a_popped_array, target="python")(x)
+
+
+# --------------------------------------------------------------------------- a tape whose every push is pruned
+
+
+def pruned_branch_in_a_loop(x, s, n):
+    y = x * 1.0
+    u = s
+    k = 0
+    while u * u > 0.25 and k < 2:
+        k += 1
+        u = u * 0.5
+        for _ in range(1, n):
+            y[2:4] -= np.maximum(-u, (np.sum(np.copy(y[1:4])) if (-3.0) >= 0.5 else np.log(1.0 + s * s)))
+    return u + np.sum(y)
+
+
+def test_a_list_tape_whose_only_push_numba_prunes_is_typed():
+    """Seed 8317, program 147: `-3.0 >= 0.5` is constant, Numba drops the branch with the list tape's only
+    `append`, and the tape `[]` had no element type ("imprecise type" CompileError). A list tape now starts
+    with a placeholder item pushed and popped."""
+    assert_grad_matches(pruned_branch_in_a_loop, (X.copy(), -1.2, 4), (0, 1))

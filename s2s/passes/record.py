@@ -11,8 +11,9 @@ saves nothing); it does keep the pair of ``y`` itself where ``y`` is rebound.
 
 A recorded variable first defined inside a loop or branch gets a
 placeholder of its type at the top, so that the first push has a value to
-save. Arrays are recorded on lists (``x_tape = []``: a reference, not a
-copy); scalar tapes are lowered to arrays by :mod:`s2s.passes.tapes`.
+save. Arrays are recorded on lists (``x_tape``, typed by a placeholder item
+pushed and popped at the top: a reference, not a copy); scalar tapes are
+lowered to arrays by :mod:`s2s.passes.tapes`.
 
 Here ``s`` and ``x`` are both overwritten in the loop, but only ``x`` is
 read by the adjoint sweep (in ``np.cos(x)`` and ``s_adj * x``), so only
@@ -79,6 +80,19 @@ def _dtype_spelling(t) -> str:
     if isinstance(t, types.Boolean):
         return "np.bool_"
     return f"np.{np.dtype(str(t)).name}"
+
+
+def _list_tape(tape: str, item_type) -> list[gast.stmt]:
+    """``tape = []``; for an array of known type, ``tape = [placeholder]; tape.pop()``.
+
+    The list then has its element type even where Numba prunes every ``append``
+    (a branch under a constant condition): an empty ``[]`` would be untyped.
+    """
+    item = None if item_type is None else placeholder(item_type)
+    if item is None:
+        return [assign(tape, gast.List(elts=[], ctx=gast.Load()))]
+    return [assign(tape, gast.List(elts=[item], ctx=gast.Load())),
+            gast.Expr(value=call(f"{tape}.pop"))]
 
 
 def placeholder(t) -> gast.expr | None:
@@ -187,7 +201,7 @@ def prune(transform, fwd: list, rev: list) -> tuple[list, list, list]:
         if is_scalar:
             scalars[tape] = (transform.namer.derived(tape, "top"), _dtype_spelling(t))
         else:
-            preamble.append(assign(tape, gast.List(elts=[], ctx=gast.Load())))
+            preamble += _list_tape(tape, t if record["kind"] == "var" and isinstance(t, types.Array) else None)
         if record["kind"] == "var":
             (var,) = record["vars"]
             if var not in params and not first_top.get(var, False) and var not in placed:
