@@ -410,6 +410,49 @@ def _basis_row_nb(k, offset, x):
     return lambda k, offset, x: 1.0 if k == offset else 0.0
 
 
+def basis_row_into(out, k, offset):
+    """:func:`basis_row` written into ``out`` (an array of its shape, from an earlier direction), which it returns.
+
+    >>> basis_row_into(np.full(3, 7.0), 2, 1)
+    array([0., 1., 0.])
+    """
+    out[...] = 0.0
+    if 0 <= k - offset < out.size:
+        out.reshape(-1)[k - offset] = 1.0
+    return out
+
+
+@overload(basis_row_into)
+def _basis_row_into_nb(out, k, offset):
+    def impl(out, k, offset):
+        flat_out = out.reshape(-1)
+        flat_out[:] = 0.0
+        if 0 <= k - offset < flat_out.size:
+            flat_out[k - offset] = 1.0
+        return out
+
+    return impl
+
+
+def fill(out, value):
+    """``out`` with every element set to ``value``: a new array's fill, in memory used before.
+
+    >>> fill(np.zeros(2), 3.0)
+    array([3., 3.])
+    """
+    out[...] = value
+    return out
+
+
+@overload(fill)
+def _fill_nb(out, value):
+    def impl(out, value):
+        out.reshape(-1)[:] = value
+        return out
+
+    return impl
+
+
 def jacobian(t_dot, out, offset, x):
     """The block of a forward-mode Jacobian for input ``x``, laid out as JAX does: ``out.shape + x.shape``.
 
@@ -489,7 +532,8 @@ def jacobian_column(block, buffer, item, k, offset):
     for an input whose directions start at ``offset``); nothing where ``k`` is another input's direction.
 
     Columns gather in ``buffer`` (from :func:`column_buffer`) and reach the block a buffer at a time, when
-    it is full or the input's last column arrives: the block is complete after the last direction.
+    it is full or the input's last column arrives: the block is complete after the last direction. An
+    ``item`` computed in its slot of the buffer (:func:`column_slot`) is not copied.
 
     >>> block = jacobian_block(np.zeros(2), np.zeros(2)); buffer = column_buffer(np.zeros(2), np.zeros(2))
     >>> for k in range(3):
@@ -516,14 +560,43 @@ def _jacobian_column_nb(block, buffer, item, k, offset):
         gathered = buffer.shape[0]
         slot = j % gathered
         flat_item = np.ascontiguousarray(item).reshape(-1)
-        for r in range(rows):
-            buffer[slot, r] = flat_item[r]
-        if slot == gathered - 1 or j == columns - 1:
-            first = j - slot
-            flat_block = block.reshape((rows, columns))
+        if flat_item.ctypes.data != buffer[slot].ctypes.data:  # not computed in its slot (column_slot)
+            for r in range(rows):
+                buffer[slot, r] = flat_item[r]
+        first = j - slot
+        flat_block = block.reshape((rows, columns))
+        if slot == COLUMNS_PER_BLOCK - 1:  # a full buffer of the usual size: a trip count LLVM unrolls
+            for r in range(rows):
+                row = flat_block[r]
+                for c in range(COLUMNS_PER_BLOCK):
+                    row[first + c] = buffer[c, r]
+        elif slot == gathered - 1 or j == columns - 1:
             for r in range(rows):
                 for c in range(slot + 1):
                     flat_block[r, first + c] = buffer[c, r]
+
+    return impl
+
+
+def column_slot(buffer, k, like):
+    """The row of ``buffer`` (from :func:`column_buffer`) where :func:`jacobian_column` gathers direction
+    ``k``'s column of a block whose directions start at 0, shaped like ``like``: a direction computed there
+    is not copied. ``like`` itself where ``k`` is no direction of the block.
+
+    >>> column_slot(np.zeros((16, 3)), 17, np.zeros(3)).shape
+    (3,)
+    """
+    if k < 0:
+        return like
+    return buffer[k % buffer.shape[0]].reshape(np.shape(like))
+
+
+@overload(column_slot)
+def _column_slot_nb(buffer, k, like):
+    def impl(buffer, k, like):
+        if k < 0:
+            return like
+        return buffer[k % buffer.shape[0]].reshape(like.shape)
 
     return impl
 

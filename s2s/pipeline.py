@@ -55,6 +55,7 @@ from .passes import (
     records,
     rename,
     resolve,
+    scratch,
     sequences,
     simplify,
     tapes,
@@ -243,7 +244,9 @@ STAGES: dict[str, list[Pass]] = {
     "primal": [Pass("numpy in-place", numpy_inplace), _SIMPLIFY, Pass("fuse primal", _body(fuse_primal))],
     "reverse": [_SIMPLIFY, _FUSE, _TAPES],
     "callee vjp": [_SIMPLIFY, _FUSE, _TAPES],
-    "forward": [_SIMPLIFY, _FUSE_BROADCAST],
+    "forward": [_SIMPLIFY, _FUSE_BROADCAST,
+                Pass("scratch", _body(lambda body, ctx: body if ctx.types is None
+                                      else scratch.scratch(body, ctx.types, ctx.namer)))],
     "finish": [Pass("integer powers", lambda fn, ctx: integer_powers.integer_powers(fn)),
                Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
                     if ctx.vector_math else fn),

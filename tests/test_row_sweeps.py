@@ -52,7 +52,9 @@ def test_hessian_with_reversed_views_sweeps_one_direction_at_a_time(target):
     h = s2s.hessian(mirrored, target=target)
     np.testing.assert_allclose(h(x), fd_jacobian(mirrored_grad, (x,)), rtol=1e-6, atol=1e-7)
     src = s2s.source(h, x)
-    loop = re.search(r"for (_k\d*) in range\(_K\):\n\s+x_dot_row = rt.basis_row\(\1, 0, x\)", src)
+    # compiled, the unit vector is written into one array made before the loop (s2s/passes/scratch.py)
+    unit = r"(rt.basis_row\(\1, 0, x\)|rt.basis_row_into\(x_dot_row_scratch\d*, \1, 0\))"
+    loop = re.search(r"for (_k\d*) in range\(_K\):\n\s+x_dot_row = " + unit, src)
     assert loop and "rt.basis(" not in src  # one loop over the directions, the unit vectors made row by row
 
 
@@ -63,7 +65,7 @@ def test_row_sweep_of_two_inputs_and_its_fused_reversed_reads():
     np.testing.assert_allclose(jx, fd_jacobian(two_inputs, (x, a), 0), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(ja, fd_jacobian(two_inputs, (x, a), 1), rtol=1e-6, atol=1e-8)
     src = s2s.source(jac, x, a)
-    assert re.search(r"rt.basis_row\(_k\d*, 0, x\)", src) and "rt.basis(_K, 0, x)" not in src
+    assert re.search(r"rt.basis_row_into\(x_dot_row_scratch\d*, _k\d*, 0\)", src) and "rt.basis(_K, 0, x)" not in src
     assert ".size - 1 - _i" in src  # x[::-1]'s tangent read backwards in a fused loop, not copied
 
 
@@ -188,3 +190,59 @@ def test_a_new_array_moves_down_to_the_run_that_reads_it():
     # a view stays where it is, and nothing moves past a statement that reads it or rebinds what it reads
     body = gast.parse("t = a * b\nb = a + 1.0\nu = t * b").body
     assert [to_source(s).strip() for s in fuser.sink(body)] == ["t = a * b", "b = a + 1.0", "u = t * b"]
+
+
+# --------------------------------------------------------------------------- s2s/passes/scratch.py
+
+
+def test_a_sweeps_arrays_are_allocated_once_and_its_output_computed_in_its_column():
+    # 40 directions: two full buffers of 16 columns and one of 8, each direction computed in its slot
+    x = RNG.uniform(0.2, 1.0, 40)
+    h = s2s.hessian(mirrored)
+    np.testing.assert_allclose(h(x), fd_jacobian(mirrored_grad, (x,)), rtol=1e-6, atol=1e-7)
+    src = s2s.source(h, x)
+    loop = src[src.index("for _k"):]
+    assert re.search(r"x_dot_row = rt.basis_row_into\(x_dot_row_scratch\d*, _k\d*, 0\)", loop)
+    assert "rt.column_slot(" in loop and "rt.empty(" not in loop and "rt.unreduce(" not in loop
+
+
+def small_then_large(x, y):
+    return np.sum(x ** 4) + np.sum(np.sin(x) * x[::-1]) + np.sum(y) ** 2 * np.sum(x) \
+        + np.sum(y[::-1] * np.cos(y))
+
+
+def test_a_buffer_sized_by_a_small_first_input_gathers_a_larger_ones_columns():
+    # the column buffer holds as many columns as x has (3): y's 40 columns reach its blocks 3 at a time
+    x, y = RNG.uniform(0.1, 0.5, 3), RNG.uniform(-1.0, 1.0, 40)
+    grad = s2s.grad(small_then_large, argnums=(0, 1))
+    blocks = s2s.jacfwd(grad, argnums=(0, 1))(x, y)
+    for i in range(2):
+        for j in range(2):
+            expected = fd_jacobian(lambda *a, i=i: grad(*a)[i], (x, y), j)
+            np.testing.assert_allclose(blocks[i][j], expected, rtol=1e-6, atol=1e-7, err_msg=f"block {i}, {j}")
+
+
+def _scratch_of(text: str, types: dict, after: str = "") -> str:
+    from s2s.passes.scratch import scratch
+
+    body = gast.parse(text + after).body
+    body[0].s2s_directions = True
+    return to_source(gast.Module(body=scratch(body, types, Namer(set("abtuvwx"))), type_ignores=[]))
+
+
+@pytest.mark.parametrize("text, after, reused", [
+    # a new array per direction, written and copied into the block: made once
+    ("for k in range(K):\n    t = np.empty(x.shape, np.float64)\n    t[0] = 1.0\n"
+     "    rt.jacobian_column(b, c, t, k, 0)\n", "", True),
+    # the same array read after the loop: it outlives its direction
+    ("for k in range(K):\n    t = np.empty(x.shape, np.float64)\n    u = t\n", "v = u\n", False),
+    # kept in a list: a call that may keep it
+    ("for k in range(K):\n    t = np.empty(x.shape, np.float64)\n    w.append(t)\n", "", False),
+    # read in the next direction before it is bound again
+    ("for k in range(K):\n    v = u + 1.0\n    t = np.empty(x.shape, np.float64)\n    u = t[::-1]\n", "", False),
+    # shaped by a value of the direction
+    ("for k in range(K):\n    u = rt.basis_row(k, 0, x)\n    t = np.empty(u.shape, np.float64)\n", "", False),
+])
+def test_scratch_reuses_only_an_array_that_dies_with_its_direction(text, after, reused):
+    src = _scratch_of(text, {"x": numba.float64[::1]}, after)
+    assert ("t = t_scratch" in src) == reused, src
