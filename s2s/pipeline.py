@@ -44,6 +44,7 @@ from .passes import (
     device,
     fence,
     flatten,
+    float32,
     fuse,
     integer_powers,
     into,
@@ -248,6 +249,7 @@ STAGES: dict[str, list[Pass]] = {
                 Pass("scratch", _body(lambda body, ctx: body if ctx.types is None
                                       else scratch.scratch(body, ctx.types, ctx.namer)))],
     "finish": [Pass("integer powers", lambda fn, ctx: integer_powers.integer_powers(fn)),
+               Pass("float32 literals", lambda fn, ctx: float32.float32_literals(fn)),
                Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
                     if ctx.vector_math else fn),
                Pass("bounds", lambda fn, ctx: bounds.check_bounds(fn) if ctx.check_bounds else fn),

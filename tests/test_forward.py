@@ -713,3 +713,27 @@ def written_after_a_call(x):
 @pytest.mark.parametrize("target", ["cpu", "python"])
 def test_a_callee_s_tangent_is_its_own_where_its_value_is(target):
     _check_jvp_and_jacfwd(written_after_a_call, target)
+
+
+def float32_mlp(x, w1, w2):
+    h = np.tanh(x @ w1)
+    return np.sum(h @ w2)
+
+
+def test_jacfwd_and_hessian_of_a_float32_mlp_stay_float32():
+    """Numba makes `1.0 - h * h` of a float32 `h` float64, and then `h_dot @ w2` (float64 @ float32) did not
+    compile; literals beside float32 values are float32 now (s2s/passes/float32.py), as NumPy makes them."""
+    rng = np.random.default_rng(3)
+    x, w1, w2 = (rng.normal(size=s).astype(np.float32) for s in ((4, 3), (3, 5), (5, 2)))
+    wide = [a.astype(np.float64) for a in (x, w1, w2)]
+    for transform, argnum in ((s2s.jacfwd, 1), (s2s.jacfwd, 2), (s2s.jacrev, 1)):
+        got = transform(float32_mlp, argnums=argnum)(x, w1, w2)
+        assert got.dtype == np.float32, transform
+        np.testing.assert_allclose(got, fd_jacobian(float32_mlp, wide, argnum), rtol=2e-4, atol=2e-4)
+    def analytic_grad_w1(x, w1, w2):
+        h = np.tanh(x @ w1)
+        return x.T @ ((1.0 - h * h) * np.sum(w2, axis=1))
+
+    hessian = s2s.hessian(float32_mlp, argnums=1)(x, w1, w2)
+    assert hessian.dtype == np.float32
+    np.testing.assert_allclose(hessian, fd_jacobian(analytic_grad_w1, wide, 1), rtol=2e-4, atol=2e-4)

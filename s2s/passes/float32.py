@@ -1,0 +1,128 @@
+"""Float32 literals: a number written beside float32 values is a float32, as NumPy makes it.
+
+NumPy 2 keeps ``x * 0.5`` of a float32 ``x`` in float32 (a Python number
+takes the array's type); Numba makes it float64. In generated code that
+costs more than precision: a derivative rule's ``1.0 - h * h`` of a
+float32 ``h`` is a float64 array, and then ``h_dot @ W2`` of a float64 and
+a float32 matrix has no implementation in Numba (a ``CompileError``). Where
+the variables' types (``fn.s2s_types``) make one operand of arithmetic, or
+an argument of an element-wise call, float32 and another a number literal,
+the literal becomes ``np.float32(c)``. An operand is float32 when every
+name in it is (float32 arrays and numbers, their elements and views) but
+for literals; a name the types do not know (bound by a later pass) has the
+kind of the value it is first bound to. An integer exponent (``x ** 2``)
+stays an integer. Runs on compiled modules; a function without a float32
+variable is left as it is.
+
+    >>> import gast
+    >>> from numba.core import types
+    >>> from s2s.astutil import to_source
+    >>> fn = gast.parse("def f(h, y):\\n    p = 1.0 - h * h\\n    return p * 2 + y * 0.5").body[0]
+    >>> fn.s2s_types = {"h": types.float32[::1], "y": types.float64[::1]}
+    >>> print(to_source(float32_literals(fn)).strip())
+    def f(h, y):
+        p = np.float32(1.0) - h * h
+        return p * np.float32(2) + y * 0.5
+"""
+
+from __future__ import annotations
+
+import gast
+from numba.core import types
+
+from ..astutil import attr_chain, call
+from ..rules import lookup_spelling
+
+__all__ = ["float32_literals"]
+
+_F32, _F64, _LITERAL = "float32", "float64", "literal"
+
+
+def float32_literals(fn: gast.FunctionDef) -> gast.FunctionDef:
+    """``fn`` with the number literals beside its float32 values made float32 (see the module's docstring)."""
+    typemap = getattr(fn, "s2s_types", None) or {}
+    if not any(_kind_of_type(t) == _F32 for t in typemap.values()):
+        return fn
+    kinds = {v: _kind_of_type(t) for v, t in typemap.items()}
+    for node in gast.walk(fn):  # names bound by passes after typing: the kind of their first value
+        if isinstance(node, gast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], gast.Name) \
+                and node.targets[0].id not in kinds:
+            kinds[node.targets[0].id] = _kind(node.value, kinds)
+    _Literals(kinds).visit(fn)
+    return fn
+
+
+def _kind_of_type(t) -> str | None:
+    dtype = t.dtype if isinstance(t, types.Array) else t
+    if dtype == types.float32:
+        return _F32
+    if dtype == types.float64:
+        return _F64
+    return None
+
+
+def _combine(*kinds) -> str | None:
+    if None in kinds:
+        return None
+    if _F64 in kinds:
+        return _F64
+    return _F32 if _F32 in kinds else _LITERAL
+
+
+def _literal(node) -> bool:
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        node = node.operand
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float)
+
+
+def _kind(node, kinds: dict) -> str | None:
+    """float32, float64, a literal, or None (anything else, or not known) for the value of ``node``."""
+    if _literal(node):
+        return _LITERAL
+    if isinstance(node, gast.Name):
+        return kinds.get(node.id)
+    if isinstance(node, gast.Subscript):
+        return _kind(node.value, kinds)
+    if isinstance(node, gast.Attribute):
+        return _kind(node.value, kinds) if node.attr == "T" else None
+    if isinstance(node, gast.BinOp):
+        return _combine(_kind(node.left, kinds), _kind(node.right, kinds))
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        return _kind(node.operand, kinds)
+    if isinstance(node, gast.IfExp):
+        return _combine(_kind(node.body, kinds), _kind(node.orelse, kinds))
+    if isinstance(node, gast.Call) and not node.keywords:
+        rule = lookup_spelling(attr_chain(node.func) or "")
+        if rule is not None and rule.elementwise and node.args:
+            return _combine(*(_kind(a, kinds) for a in node.args))
+        if rule is not None and rule.view and node.args:  # a view has its array's dtype
+            return _kind(node.args[0], kinds)
+    return None
+
+
+def _as_float32(node):
+    return call("np.float32", node)
+
+
+class _Literals(gast.NodeTransformer):
+    def __init__(self, kinds: dict):
+        self.kinds = kinds
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        integer_exponent = isinstance(node.op, gast.Pow) and _literal(node.right) and \
+            type((node.right.operand if isinstance(node.right, gast.UnaryOp) else node.right).value) is int
+        if _literal(node.left) and _kind(node.right, self.kinds) == _F32:
+            node.left = _as_float32(node.left)
+        elif _literal(node.right) and not integer_exponent and _kind(node.left, self.kinds) == _F32:
+            node.right = _as_float32(node.right)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        rule = lookup_spelling(attr_chain(node.func) or "")
+        if rule is not None and rule.elementwise and not node.keywords \
+                and any(_kind(a, self.kinds) == _F32 for a in node.args) \
+                and all(_literal(a) or _kind(a, self.kinds) == _F32 for a in node.args):
+            node.args = [_as_float32(a) if _literal(a) else a for a in node.args]
+        return node
