@@ -22,6 +22,7 @@ import traceback
 import types
 
 import numpy as np
+from numba import types as nbtypes
 from numba._dispatcher import compute_fingerprint
 
 from .analysis.types import typeof_value
@@ -299,7 +300,7 @@ class Transformed(Specialised):
         derivatives of ``grad`` and ``value_and_grad`` are known from the first call's arguments (``raw``:
         what the compiled function returned for them). None where the compiled function's result is final."""
         if self.transform == "jit" and not isinstance(self.fn, Transformed) and not isinstance(raw, tuple):
-            return None
+            return (lambda out, args: np.float32(out)) if self._float32_result(args) else None
         if self.transform == "grad" and not self.has_aux and isinstance(self.argnums, int) \
                 and _final(raw, args[self.nums(len(args))[0]]):
             return None
@@ -328,9 +329,17 @@ class Transformed(Specialised):
             return lambda out, args: derivatives(out)
         return lambda out, args: (out[0], derivatives(out[1]))
 
+    def _float32_result(self, values) -> bool:
+        """Whether the compiled entry for ``values`` returns a float32 number (which Numba gives Python as a
+        float: NumPy's own result is an ``np.float32``)."""
+        signatures = getattr(self.entry(values).function, "nopython_signatures", None)
+        return bool(signatures) and signatures[-1].return_type == nbtypes.float32
+
     def _outputs(self, out, values):
         if self.transform == "jit":  # jit of a transform returns what the transform returns (its containers)
-            return self.fn._outputs(out, values) if isinstance(self.fn, Transformed) else self.value(out)
+            if isinstance(self.fn, Transformed):
+                return self.fn._outputs(out, values)
+            return np.float32(out) if type(out) is float and self._float32_result(values) else self.value(out)
         if self.has_aux:  # (derivative, aux); value_and_grad: ((value, aux), grad)
             if self.transform == "value_and_grad":
                 out = ((out[0][0], self.aux(out[0][1])), out[1])

@@ -82,3 +82,19 @@ def test_tuples_of_arrays_take_the_fast_path_too(monkeypatch):
     monkeypatch.undo()
     assert len(g((a, b, 0.5, 1.0))) == 4           # another length: another fingerprint, another entry
     assert len(g._fast) == 2
+
+
+def float32_total(x):
+    return np.float32(np.sum(x) * 0.5)
+
+
+def test_a_float32_result_is_numpys_float32_on_both_paths(monkeypatch):
+    """Numba gives a float32 result to Python as a float; NumPy's own is an np.float32 (and so is s2s's)."""
+    f = s2s.jit(float32_total)
+    x = np.array([0.25, 1.5, -0.5], dtype=np.float32)
+    first = f(x)
+    assert type(s2s.jit(loss)(x.astype(np.float64), 0.5)) is float  # a float64 result stays a float
+    monkeypatch.setattr(Transformed, "arguments", lambda *a, **k: pytest.fail("the slow path ran"))
+    again = f(x * np.float32(2.0))
+    assert type(first) is np.float32 and first == float32_total(x)
+    assert type(again) is np.float32 and again == float32_total(x * np.float32(2.0))
