@@ -244,8 +244,9 @@ class Builder:
                                  "separately, or use jvp/vjp, which take a container with has_aux")
         if self.transform == "jit":
             return
+        zero_d = isinstance(out, types.Array) and out.ndim == 0 and isinstance(out.dtype, types.Float)
         if (self.transform in ("grad", "value_and_grad") or self.scalar_output) \
-                and not isinstance(out, (types.Float, types.Integer)):
+                and not isinstance(out, (types.Float, types.Integer)) and not zero_d:
             raise InputError(f"{self.transform} needs {root.src.name} to return a scalar; it returns {out}. "
                              "Use s2s.jacrev or s2s.vjp for non-scalar outputs")
         # a tuple of outputs: JAX's rule, a derivative per output (and generated code returning the leaves

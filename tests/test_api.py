@@ -342,3 +342,20 @@ def test_jit_takes_integer_arguments(target):
     assert s2s.jit(scale_by_count, target=target)(2, 1.5) == 3.0
     with pytest.raises(s2s.InputError, match="argument `n`"):
         s2s.grad(scale_by_count, target=target)(2, 1.5)
+
+
+def zero_d_total(x):
+    return np.array(np.sum(np.sin(x) * x))
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_zero_d_array_output_is_a_scalar_to_grad(target):
+    """A 0-d array is a scalar, as in JAX: grad and value_and_grad take it, and the Hessian is that of its value."""
+    x = np.array([0.3, -0.5, 1.2])
+    expected = np.sin(x) + x * np.cos(x)
+    np.testing.assert_allclose(s2s.grad(zero_d_total, target=target)(x), expected, rtol=1e-12)
+    value, g = s2s.value_and_grad(zero_d_total, target=target)(x)
+    assert np.shape(value) == () and value == pytest.approx(np.sum(np.sin(x) * x), rel=1e-12)
+    np.testing.assert_allclose(g, expected, rtol=1e-12)
+    np.testing.assert_allclose(s2s.hessian(zero_d_total, target=target)(x),
+                               np.diag(2.0 * np.cos(x) - x * np.sin(x)), rtol=1e-12, atol=1e-15)
