@@ -359,3 +359,15 @@ def test_a_zero_d_array_output_is_a_scalar_to_grad(target):
     np.testing.assert_allclose(g, expected, rtol=1e-12)
     np.testing.assert_allclose(s2s.hessian(zero_d_total, target=target)(x),
                                np.diag(2.0 * np.cos(x) - x * np.sin(x)), rtol=1e-12, atol=1e-15)
+
+
+def float32_nested(x):
+    return np.maximum(x, 0.0) + np.minimum(x, 1) * 0.3 + np.tanh(x * 0.7) * 1.5
+
+
+def test_jit_keeps_float32_through_nested_literals_as_numpy_does():
+    """NumPy 2 keeps a float32 array float32 beside Python numbers; Numba made each of these float64."""
+    x = np.linspace(-2.0, 2.0, 9, dtype=np.float32)
+    got = s2s.jit(float32_nested)(x)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, float32_nested(x), rtol=2e-6, atol=1e-6)

@@ -92,6 +92,8 @@ def _kind(node, kinds: dict) -> str | None:
     if isinstance(node, gast.IfExp):
         return _combine(_kind(node.body, kinds), _kind(node.orelse, kinds))
     if isinstance(node, gast.Call) and not node.keywords:
+        if attr_chain(node.func) == "np.float32":  # what this pass writes, inner literals first
+            return _F32
         rule = lookup_spelling(attr_chain(node.func) or "")
         if rule is not None and rule.elementwise and node.args:
             return _combine(*(_kind(a, kinds) for a in node.args))
