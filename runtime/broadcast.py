@@ -326,7 +326,7 @@ def _broadcast_like_nb(t, z):
         def same_rank(t, z):
             if t.shape == z.shape:
                 return np.asarray(t)
-            return np.zeros(z.shape) + t
+            return np.zeros(z.shape, t.dtype) + t  # t's dtype either way (a float32 t stays float32)
 
         return same_rank
     return lambda t, z: np.zeros(z.shape) + t

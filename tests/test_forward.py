@@ -737,3 +737,16 @@ def test_jacfwd_and_hessian_of_a_float32_mlp_stay_float32():
     hessian = s2s.hessian(float32_mlp, argnums=1)(x, w1, w2)
     assert hessian.dtype == np.float32
     np.testing.assert_allclose(hessian, fd_jacobian(analytic_grad_w1, wide, 1), rtol=2e-4, atol=2e-4)
+
+
+def float32_mirrored(x):
+    return np.sum(x[::-1] * x * 1.5) + np.sum(x) ** 2 * 0.25
+
+
+def test_a_float32_hessian_through_a_row_sweep_with_literals():
+    """The gradient's `rt.unreduce(...) * 1.5` was float64 beside float32 adjoints (a variable of two types
+    when differentiated again), and rt.broadcast_like made float64 of a float32 array."""
+    x = np.linspace(0.1, 1.0, 5, dtype=np.float32)
+    h = s2s.hessian(float32_mirrored)(x)
+    assert h.dtype == np.float32
+    np.testing.assert_allclose(h, 3.0 * np.eye(5)[::-1] + 0.5, rtol=1e-6)

@@ -10,9 +10,14 @@ an argument of an element-wise call, float32 and another a number literal,
 the literal becomes ``np.float32(c)``. An operand is float32 when every
 name in it is (float32 arrays and numbers, their elements and views) but
 for literals; a name the types do not know (bound by a later pass) has the
-kind of the value it is first bound to. An integer exponent (``x ** 2``)
-stays an integer. Runs on compiled modules; a function without a float32
-variable is left as it is.
+kind of the value it is first bound to. In the arithmetic that makes a
+variable typed float32 (``g = rt.unreduce(...) * 1.5``), a literal is
+float32 where the other operand is not float64 (the operands of calls and
+subscripts are left alone). An integer exponent (``x ** 2``) stays an
+integer. Runs on compiled modules; a function without a float32 variable
+is left as it is. The user's own code is typed by Numba before this pass:
+there ``x * 0.5`` of a float32 ``x`` is float64 still (and ``(x * 0.5) @ w``
+does not compile, as in Numba itself).
 
     >>> import gast
     >>> from numba.core import types
@@ -109,6 +114,28 @@ def _as_float32(node):
 class _Literals(gast.NodeTransformer):
     def __init__(self, kinds: dict):
         self.kinds = kinds
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, gast.Name) and self.kinds.get(target.id) == _F32:
+            self._spine(node.value)
+        return node
+
+    def _spine(self, value) -> None:
+        """Literals in the arithmetic that makes a value typed float32 (``rt.unreduce(...) * 1.5``, whose
+        operands the types do not name) are float32, where the other operand is not float64; the operands
+        of calls and subscripts (an index's ``i + 1``) are left alone."""
+        if isinstance(value, gast.UnaryOp):
+            self._spine(value.operand)
+        if not isinstance(value, gast.BinOp) or isinstance(value.op, gast.Pow):
+            return
+        for side, other in (("left", value.right), ("right", value.left)):
+            operand = getattr(value, side)
+            if _literal(operand) and _kind(other, self.kinds) != _F64:
+                setattr(value, side, _as_float32(operand))
+            else:
+                self._spine(operand)
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
