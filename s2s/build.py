@@ -39,7 +39,7 @@ from .errors import InputError
 from .generated import ERROR_MODEL, Module, __version__, compiler_digest
 from .ir import Function
 from .naming import Namer
-from .passes import checkpoint, directions, record, split, vector_math
+from .passes import checkpoint, directions, float32, record, split, vector_math
 from .passes.forward import ForwardTransform
 from .passes.reverse import ReverseTransform
 from .program import Program
@@ -164,9 +164,10 @@ class Builder:
         """The generated module for ``arg_types`` (Numba types); ``cache`` adds Numba's on-disk cache."""
         program = program or self.program()
         root = program.root
-        typer = Typer(program)
         if len(arg_types) != len(root.params):
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
+        float32.weak_literals(root.node, arg_types, root.namer)  # x * 0.5 of a float32 x is float32, as in NumPy
+        typer = Typer(program)
         typed = typer.type(root, arg_types)
         self._check(root, typed)
         generator = _Generator(program, typer, self.fuse, self.max_tape_bytes, self.automatic_checkpoints,

@@ -371,3 +371,31 @@ def test_jit_keeps_float32_through_nested_literals_as_numpy_does():
     got = s2s.jit(float32_nested)(x)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, float32_nested(x), rtol=2e-6, atol=1e-6)
+
+
+def float32_scaled_layer(x, w):
+    return np.sum(np.tanh(x @ w * 0.5) @ w.T * 2.0)
+
+
+def float32_scaled_hessian(x):
+    return np.sum(np.tanh(x * 0.5) * x ** 2) + np.sum(x / 3)
+
+
+def test_user_code_scaling_float32_by_a_number_stays_float32():
+    """`x @ w * 0.5` of float32 arrays: Numba typed it float64, and the `@` after it (float64 @ float32) did
+    not compile; a literal beside a value that is float32 for certain is float32 before typing."""
+    rng = np.random.default_rng(5)
+    x, w = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(3, 3)).astype(np.float32)
+    value = s2s.jit(float32_scaled_layer)(x, w)
+    assert type(value) is np.float32 and value == pytest.approx(float32_scaled_layer(x, w), rel=1e-5)
+    g = s2s.grad(float32_scaled_layer, argnums=1)(x, w)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, numerical_grad(float32_scaled_layer, (x.astype(float), w.astype(float)), 1),
+                               rtol=1e-3, atol=1e-4)
+    v = np.linspace(0.1, 1.0, 5, dtype=np.float32)
+    h = s2s.hessian(float32_scaled_hessian)(v)
+    assert h.dtype == np.float32
+    u = v.astype(np.float64) / 2.0
+    t, sech2 = np.tanh(u), 1.0 / np.cosh(u) ** 2
+    expected = 2.0 * t + 4.0 * u * sech2 - 2.0 * u * u * sech2 * t  # d2/dx2 of tanh(x/2) x**2 + x/3
+    np.testing.assert_allclose(h, np.diag(expected), rtol=1e-5, atol=1e-6)

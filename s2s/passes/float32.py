@@ -15,9 +15,10 @@ variable typed float32 (``g = rt.unreduce(...) * 1.5``), a literal is
 float32 where the other operand is not float64 (the operands of calls and
 subscripts are left alone). An integer exponent (``x ** 2``) stays an
 integer. Runs on compiled modules; a function without a float32 variable
-is left as it is. The user's own code is typed by Numba before this pass:
-there ``x * 0.5`` of a float32 ``x`` is float64 still (and ``(x * 0.5) @ w``
-does not compile, as in Numba itself).
+is left as it is. The user's own code gets the same before it is typed
+(:func:`weak_literals`, called by the builder): ``x * 0.5`` of a float32
+``x`` is float32 there too, and ``(x * 0.5) @ w`` compiles (in Numba itself
+it does not).
 
     >>> import gast
     >>> from numba.core import types
@@ -35,10 +36,10 @@ from __future__ import annotations
 import gast
 from numba.core import types
 
-from ..astutil import attr_chain, call
+from ..astutil import assign, attr_chain, call, walk_stmts
 from ..rules import lookup_spelling
 
-__all__ = ["float32_literals"]
+__all__ = ["float32_literals", "weak_literals"]
 
 _F32, _F64, _LITERAL = "float32", "float64", "literal"
 
@@ -114,6 +115,7 @@ def _as_float32(node):
 class _Literals(gast.NodeTransformer):
     def __init__(self, kinds: dict):
         self.kinds = kinds
+        self.make = _as_float32  # a literal -> its float32 expression
 
     def visit_Assign(self, node):
         self.generic_visit(node)
@@ -133,7 +135,7 @@ class _Literals(gast.NodeTransformer):
         for side, other in (("left", value.right), ("right", value.left)):
             operand = getattr(value, side)
             if _literal(operand) and _kind(other, self.kinds) != _F64:
-                setattr(value, side, _as_float32(operand))
+                setattr(value, side, self.make(operand))
             else:
                 self._spine(operand)
 
@@ -142,9 +144,9 @@ class _Literals(gast.NodeTransformer):
         integer_exponent = isinstance(node.op, gast.Pow) and _literal(node.right) and \
             type((node.right.operand if isinstance(node.right, gast.UnaryOp) else node.right).value) is int
         if _literal(node.left) and _kind(node.right, self.kinds) == _F32:
-            node.left = _as_float32(node.left)
+            node.left = self.make(node.left)
         elif _literal(node.right) and not integer_exponent and _kind(node.left, self.kinds) == _F32:
-            node.right = _as_float32(node.right)
+            node.right = self.make(node.right)
         return node
 
     def visit_Call(self, node):
@@ -153,5 +155,69 @@ class _Literals(gast.NodeTransformer):
         if rule is not None and rule.elementwise and not node.keywords \
                 and any(_kind(a, self.kinds) == _F32 for a in node.args) \
                 and all(_literal(a) or _kind(a, self.kinds) == _F32 for a in node.args):
-            node.args = [_as_float32(a) if _literal(a) else a for a in node.args]
+            node.args = [self.make(a) if _literal(a) else a for a in node.args]
         return node
+
+
+def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
+    """Before typing: in ``fn`` (normalised user code) called with ``arg_types``, number literals beside
+    values that are float32 for certain become float32 constants bound at the top (``_f32 = np.float32(0.5)``),
+    so that Numba types ``x * 0.5`` of a float32 ``x`` float32, as NumPy 2 does, and ``(x * 0.5) @ w`` compiles.
+
+    A variable is float32 for certain when every value bound to it is (a loop's ``s = 0.0`` is a Python
+    float, float64 in Numba: ``s`` is not, and its literals stay as written, in full precision).
+
+        >>> from numba.core import types
+        >>> from s2s.astutil import to_source
+        >>> from s2s.naming import Namer
+        >>> fn = gast.parse("def f(x, w):\\n    t = x * 0.5\\n    return t @ w").body[0]
+        >>> weak_literals(fn, (types.float32[:, ::1], types.float32[:, ::1]), Namer({"x", "w", "t"}))
+        >>> print(to_source(fn).strip())
+        def f(x, w):
+            _f32 = np.float32(0.5)
+            t = x * _f32
+            return t @ w
+    """
+    params = [a.id for a in fn.args.args]
+    fixed = {p: _kind_of_type(t) for p, t in zip(params, arg_types)}
+    if _F32 not in fixed.values():
+        return
+    bindings: dict[str, list] = {}
+    for s in walk_stmts(fn.body):
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
+            bindings.setdefault(s.targets[0].id, []).append(s.value)
+        elif isinstance(s, (gast.Assign, gast.AugAssign, gast.For)):
+            targets = s.targets if isinstance(s, gast.Assign) else [s.target]
+            rows = s.iter if isinstance(s, gast.For) and isinstance(s.target, gast.Name) else None
+            for n in (n for t in targets for n in gast.walk(t) if isinstance(n, gast.Name)
+                      and isinstance(n.ctx, gast.Store)):
+                bindings.setdefault(n.id, []).append(rows)  # the rows of an array: its dtype; else not known
+    kinds = {p: k for p, k in fixed.items() if p not in bindings}
+    changed = True
+    while changed:  # from none known: a name is float32 once every value bound to it is
+        changed = False
+        for v, values in bindings.items():
+            if kinds.get(v) != _F32 and (v not in fixed or fixed[v] == _F32) and all(
+                    value is not None and _kind(value, kinds) == _F32 for value in values):
+                kinds[v] = _F32
+                changed = True
+    constants: dict[str, str] = {}  # the literal's text -> its constant's name
+
+    def constant(node) -> gast.Name:
+        text = _literal_text(node)
+        if text not in constants:
+            constants[text] = namer.fresh("_f32")
+            kinds[constants[text]] = _F32
+        return gast.Name(id=constants[text], ctx=gast.Load(), annotation=None, type_comment=None)
+
+    literals = _Literals(kinds)
+    literals.make = constant
+    literals.visit(fn)
+    fn.body[:0] = [assign(v, call("np.float32", gast.parse(text, mode="eval").body))
+                   for text, v in constants.items()]
+
+
+def _literal_text(node) -> str:
+    sign = "-" if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) else ""
+    value = (node.operand if isinstance(node, gast.UnaryOp) else node).value
+    return f"{sign}{value!r}"
