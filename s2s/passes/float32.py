@@ -101,11 +101,18 @@ def _kind(node, kinds: dict) -> str | None:
         if attr_chain(node.func) == "np.float32":  # what this pass writes, inner literals first
             return _F32
         rule = lookup_spelling(attr_chain(node.func) or "")
-        if rule is not None and rule.elementwise and node.args:
-            return _combine(*(_kind(a, kinds) for a in node.args))
+        if rule is not None and rule.elementwise and not rule.logical and _valued(rule, node.args):
+            return _combine(*(_kind(a, kinds) for a in _valued(rule, node.args)))
         if rule is not None and rule.view and node.args:  # a view has its array's dtype
             return _kind(node.args[0], kinds)
     return None
+
+
+def _valued(rule, args: list) -> list:
+    """The arguments of an element-wise call that its result's values come from (not ``np.where``'s
+    condition): those with a derivative, or all of them where none has one (``np.floor``)."""
+    valued = [a for p, a in zip(rule.params, args) if p not in rule.nondiff]
+    return valued or list(args)
 
 
 def _as_float32(node):
@@ -152,10 +159,11 @@ class _Literals(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         rule = lookup_spelling(attr_chain(node.func) or "")
-        if rule is not None and rule.elementwise and not node.keywords \
-                and any(_kind(a, self.kinds) == _F32 for a in node.args) \
-                and all(_literal(a) or _kind(a, self.kinds) == _F32 for a in node.args):
-            node.args = [self.make(a) if _literal(a) else a for a in node.args]
+        if rule is not None and rule.elementwise and not rule.logical and not node.keywords:
+            valued = _valued(rule, node.args)
+            if any(_kind(a, self.kinds) == _F32 for a in valued) \
+                    and all(_literal(a) or _kind(a, self.kinds) == _F32 for a in valued):
+                node.args = [self.make(a) if _literal(a) and any(a is v for v in valued) else a for a in node.args]
         return node
 
 
