@@ -274,18 +274,22 @@ def _outputs(ret, has_aux: bool) -> list:
     return value.elts if isinstance(value, gast.Tuple) else [value]
 
 
-def _jacobian_columns(body: list, tangents: set[str], params: list[str], offsets: list,
+def _jacobian_columns(body: list, tangents: dict[str, str], params: list[str], offsets: list,
                       namer: Namer) -> dict[str, list[str]]:
-    """Rewrite ``body`` (a sweep one direction at a time) so that each returned tangent in ``tangents`` that
-    a direction loop gathers into an array of every direction (``if _k == 0: t_new = rt.batch_like(t_k, _K)``,
-    ``t_new[_k] = t_k``, then ``t = t_new``) goes straight into its Jacobian blocks instead, one per input
-    (``rt.jacobian_column``): no ``(K, ...)`` array, and no transposition after the loop. Returns each such
-    tangent's blocks, in the order of ``params``; a tangent read after its loop keeps its array."""
+    """Rewrite ``body`` (a sweep one direction at a time) so that each returned tangent in ``tangents`` (->
+    its primal) that a direction loop gathers into an array of every direction (``if _k == 0: t_new =
+    rt.batch_like(t_k, _K)``, ``t_new[_k] = t_k``, then ``t = t_new``) goes straight into its Jacobian blocks
+    instead, one per input (``rt.jacobian_column``): no ``(K, ...)`` array, and no transposition after the
+    loop. With no directions at all (every input empty) the blocks are made after the loop, shaped by the
+    primal. Returns each such tangent's blocks, in the order of ``params``; a tangent read after its loop
+    keeps its array."""
     columns: dict[str, list[str]] = {}
     for at, loop in enumerate(body):
         if not (isinstance(loop, gast.For) and getattr(loop, "s2s_directions", False)):
             continue
         k = loop.target.id
+        if not (isinstance(loop.iter, gast.Call) and len(loop.iter.args) == 1):
+            continue
         for i, (first, store) in enumerate(zip(loop.body, loop.body[1:])):
             gathered = _gathered(first, store, k)
             if gathered is None:
@@ -306,7 +310,10 @@ def _jacobian_columns(body: list, tangents: set[str], params: list[str], offsets
             writes = [gast.Expr(value=call("rt.jacobian_column", name(b), name(buffer), name(item), name(k),
                                            copy.deepcopy(o))) for b, o in zip(blocks, offsets)]
             loop.body[i + 1:i + 2] = writes
-            del body[at + 1]
+            none = gast.Compare(left=copy.deepcopy(loop.iter.args[0]), ops=[gast.Eq()], comparators=[const(0)])
+            empty = [assign(b, call("rt.jacobian_block", name(tangents[tangent]), name(p)))
+                     for b, p in zip(blocks, params)]
+            body[at + 1] = gast.If(test=none, body=empty, orelse=[])  # no direction made the blocks
             columns[tangent] = blocks
             break
     return columns
@@ -884,7 +891,7 @@ class _Generator:
         if rows is not None:
             body, ret, row_types = rows
             if self.fuse_loops:  # final code: the sweep writes the Jacobian blocks column by column
-                columns = _jacobian_columns(body, {namer.tangent(v.id) for v in _outputs(ret, has_aux)
+                columns = _jacobian_columns(body, {namer.tangent(v.id): v.id for v in _outputs(ret, has_aux)
                                                    if isinstance(v, gast.Name)}, active_params, offsets, namer)
         value = ret.elts[0] if has_aux else ret
         aux = [copy.deepcopy(ret.elts[1])] if has_aux else []

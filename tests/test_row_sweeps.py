@@ -246,3 +246,17 @@ def _scratch_of(text: str, types: dict, after: str = "") -> str:
 def test_scratch_reuses_only_an_array_that_dies_with_its_direction(text, after, reused):
     src = _scratch_of(text, {"x": numba.float64[::1]}, after)
     assert ("t = t_scratch" in src) == reused, src
+
+
+def three_from_none(x):
+    return np.ones(3) * np.sum(x) + np.sum(x[::-1] * x)
+
+
+def test_a_sweep_over_no_directions_still_shapes_its_blocks():
+    """With every input empty the loop over directions never runs, and the blocks it makes at its first
+    direction were never made: compiled, the Jacobian of 3 outputs came back shaped (0, 0), not (3, 0)."""
+    assert s2s.jacfwd(three_from_none)(np.zeros(0)).shape == (3, 0)
+    assert s2s.hessian(mirrored)(np.zeros(0)).shape == (0, 0)
+    x = RNG.uniform(0.2, 1.0, 4)  # and the same entry shape with directions: the blocks the loop makes
+    np.testing.assert_allclose(s2s.jacfwd(three_from_none)(x), fd_jacobian(three_from_none, (x,)), rtol=1e-6,
+                               atol=1e-8)
