@@ -103,8 +103,8 @@ def _kind(node, kinds: dict) -> str | None:
         rule = lookup_spelling(attr_chain(node.func) or "")
         if rule is not None and rule.elementwise and not rule.logical and _valued(rule, node.args):
             return _combine(*(_kind(a, kinds) for a in _valued(rule, node.args)))
-        if rule is not None and rule.view and node.args:  # a view has its array's dtype
-            return _kind(node.args[0], kinds)
+        if rule is not None and rule.view and node.args and "dtype" not in rule.params[:len(node.args)]:
+            return _kind(node.args[0], kinds)  # a view has its array's dtype (np.asarray(x, np.float64) not)
     return None
 
 
@@ -125,8 +125,10 @@ class _Literals(gast.NodeTransformer):
         self.make = _as_float32  # a literal -> its float32 expression
 
     def visit_Assign(self, node):
-        self.generic_visit(node)
         target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, gast.Name) and self.kinds.get(target.id) == _F64:
+            return node  # typed float64 already: its value stays float64 (no branch of it may be float32)
+        self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(target, gast.Name) and self.kinds.get(target.id) == _F32:
             self._spine(node.value)
         return node

@@ -480,6 +480,8 @@ class _Resolver(gast.NodeTransformer):
             return const(obj)
         if isinstance(obj, numbers.Integral):
             return const(int(obj))
+        if isinstance(obj, np.float64):  # not a Python number: beside float32 values it stays float64
+            return call("np.float64", const(float(obj)))
         if isinstance(obj, numbers.Real):
             return const(float(obj))
         if isinstance(obj, tuple) and all(isinstance(v, (numbers.Real, bool)) for v in obj):
