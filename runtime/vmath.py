@@ -997,7 +997,11 @@ def extreme_of(v, largest):
     for k in range(v.shape[0]):
         found = _maxnum(found, v[k]) if largest else _minnum(found, v[k])
         unordered |= v[k] != v[k]
-    return np.nan if unordered else found
+    if unordered:  # the NaN itself: of v's dtype (np.nan would make a float32 maximum float64)
+        for k in range(v.shape[0]):
+            if v[k] != v[k]:
+                return v[k]
+    return found
 
 
 @register_jitable

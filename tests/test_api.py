@@ -427,3 +427,17 @@ def test_float32_literals_leave_float64_values_alone():
     m = np.linspace(0.1, 1.2, 12, dtype=np.float32).reshape(3, 4)
     jac = s2s.jacfwd(row_sums_scaled)(m)  # the fused loop and its fallback agreed on no dtype
     np.testing.assert_allclose(jac, np.repeat(np.eye(3)[:, :, None], 4, axis=2) * 1.1, rtol=1e-6)
+
+
+def centred_layer(x, w):
+    return (x - np.max(x)) @ w
+
+
+def test_the_maximum_of_a_float32_array_is_float32():
+    """The runtime's vector maximum returned np.nan's float64 type on every path, so `(x - np.max(x)) @ w` of
+    float32 arrays compiled float64 @ float32 and failed."""
+    x, w = np.array([0.3, 2.5, -1.0], np.float32), np.ones((3, 2), np.float32)
+    got = s2s.jit(centred_layer)(x, w)
+    assert got.dtype == np.float32 and np.array_equal(got, centred_layer(x, w))
+    with_nan = np.array([1.0, np.nan, 3.0], np.float32)
+    assert np.isnan(s2s.jit(centred_layer)(with_nan, w)).all()
