@@ -14,8 +14,10 @@ kind of the value it is first bound to. In the arithmetic that makes a
 variable typed float32 (``g = rt.unreduce(...) * 1.5``), a literal is
 float32 where the other operand is not float64 (the operands of calls and
 subscripts are left alone). An integer exponent (``x ** 2``) stays an
-integer. Runs on compiled modules; a function without a float32 variable
-is left as it is. The user's own code gets the same before it is typed
+integer. A returned value, and a variable the types make float64, are
+left as they are: callers, and the other branch of a fused loop, were
+typed with them. Runs on compiled modules; a function without a float32
+variable is left as it is. The user's own code gets the same before it is typed
 (:func:`weak_literals`, called by the builder): ``x * 0.5`` of a float32
 ``x`` is float32 there too, and ``(x * 0.5) @ w`` compiles (in Numba itself
 it does not).
@@ -23,12 +25,13 @@ it does not).
     >>> import gast
     >>> from numba.core import types
     >>> from s2s.astutil import to_source
-    >>> fn = gast.parse("def f(h, y):\\n    p = 1.0 - h * h\\n    return p * 2 + y * 0.5").body[0]
+    >>> fn = gast.parse("def f(h, y):\\n    p = 1.0 - h * h\\n    q = p * 2\\n    return q + y * 0.5").body[0]
     >>> fn.s2s_types = {"h": types.float32[::1], "y": types.float64[::1]}
     >>> print(to_source(float32_literals(fn)).strip())
     def f(h, y):
         p = np.float32(1.0) - h * h
-        return p * np.float32(2) + y * 0.5
+        q = p * np.float32(2)
+        return q + y * 0.5
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def float32_literals(fn: gast.FunctionDef) -> gast.FunctionDef:
         if isinstance(node, gast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], gast.Name) \
                 and node.targets[0].id not in kinds:
             kinds[node.targets[0].id] = _kind(node.value, kinds)
-    _Literals(kinds).visit(fn)
+    _Literals(kinds, typed32=frozenset(v for v, t in typemap.items() if _kind_of_type(t) == _F32)).visit(fn)
     return fn
 
 
@@ -119,15 +122,40 @@ def _as_float32(node):
     return call("np.float32", node)
 
 
+def _returned(value) -> set[str]:
+    """The names ``return value`` returns as they are (alone or in tuples)."""
+    if isinstance(value, gast.Name):
+        return {value.id}
+    if isinstance(value, gast.Tuple):
+        return set().union(*(_returned(e) for e in value.elts))
+    return set()
+
+
 class _Literals(gast.NodeTransformer):
-    def __init__(self, kinds: dict):
+    """``keep_returned``: what generated code returns (and the variables it returns) keeps the type callers
+    were typed with; the user's own function, typed after this, returns what its literals make."""
+
+    def __init__(self, kinds: dict, keep_returned: bool = True, typed32: frozenset = frozenset()):
         self.kinds = kinds
+        self.keep_returned = keep_returned
+        self.typed32 = typed32  # the names the function's types make float32
+        self.returned: set[str] = set()
         self.make = _as_float32  # a literal -> its float32 expression
+
+    def visit_FunctionDef(self, node):
+        if self.keep_returned:
+            self.returned = {n for r in gast.walk(node) if isinstance(r, gast.Return) for n in _returned(r.value)}
+        self.generic_visit(node)
+        return node
+
+    def visit_Return(self, node):
+        return node if self.keep_returned else self.generic_visit(node)
 
     def visit_Assign(self, node):
         target = node.targets[0]
-        if len(node.targets) == 1 and isinstance(target, gast.Name) and self.kinds.get(target.id) == _F64:
-            return node  # typed float64 already: its value stays float64 (no branch of it may be float32)
+        if len(node.targets) == 1 and isinstance(target, gast.Name) and (self.kinds.get(target.id) == _F64 or (
+                target.id in self.returned and target.id not in self.typed32)):
+            return node  # typed float64, or returned and not typed float32: it keeps the type it was typed with
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(target, gast.Name) and self.kinds.get(target.id) == _F32:
             self._spine(node.value)
@@ -220,7 +248,7 @@ def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
             kinds[constants[text]] = _F32
         return gast.Name(id=constants[text], ctx=gast.Load(), annotation=None, type_comment=None)
 
-    literals = _Literals(kinds)
+    literals = _Literals(kinds, keep_returned=False)
     literals.make = constant
     literals.visit(fn)
     fn.body[:0] = [assign(v, call("np.float32", gast.parse(text, mode="eval").body))
