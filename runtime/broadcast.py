@@ -389,9 +389,7 @@ def basis_row(k, offset, x):
     >>> basis_row(2, 1, np.zeros(3))
     array([0., 1., 0.])
     """
-    out = np.zeros(np.shape(x), _float_dtype(x))
-    if 0 <= k - offset < out.size:
-        out.reshape(-1)[k - offset] = 1.0
+    out = basis_row_into(np.empty(np.shape(x), _float_dtype(x)), k, offset)
     return out if out.ndim else float(out)
 
 
@@ -401,10 +399,7 @@ def _basis_row_nb(k, offset, x):
         dtype = _float_type(x)
 
         def array_impl(k, offset, x):
-            out = np.zeros(x.shape, dtype)
-            if 0 <= k - offset < out.size:
-                out.reshape(-1)[k - offset] = 1.0
-            return out
+            return basis_row_into(np.empty(x.shape, dtype), k, offset)
 
         return array_impl
     return lambda k, offset, x: 1.0 if k == offset else 0.0
@@ -429,25 +424,6 @@ def _basis_row_into_nb(out, k, offset):
         flat_out[:] = 0.0
         if 0 <= k - offset < flat_out.size:
             flat_out[k - offset] = 1.0
-        return out
-
-    return impl
-
-
-def fill(out, value):
-    """``out`` with every element set to ``value``: a new array's fill, in memory used before.
-
-    >>> fill(np.zeros(2), 3.0)
-    array([3., 3.])
-    """
-    out[...] = value
-    return out
-
-
-@overload(fill)
-def _fill_nb(out, value):
-    def impl(out, value):
-        out.reshape(-1)[:] = value
         return out
 
     return impl

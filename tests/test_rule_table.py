@@ -378,7 +378,7 @@ for _fn in (rt.keep_tape, rt.copy_tape):
 for _fn in (rt.basis, rt.basis_row, rt.unit_cotangent, rt.batch_like, rt.contract, rt.jacobian, rt.jacobian_rows,
             rt.jacobian_block, rt.column_buffer, rt.jacobian_column):
     COVERED_ELSEWHERE[_fn] = "Jacobian assembly of jacfwd/jacrev: tests/test_higher_order.py and test_api.py"
-for _fn in (rt.basis_row_into, rt.fill, rt.column_slot):
+for _fn in (rt.basis_row_into, rt.column_slot):
     COVERED_ELSEWHERE[_fn] = "a sweep's arrays made once (s2s/passes/scratch.py): tests/test_row_sweeps.py"
 for _fn in (rt.unit_cotangents, rt.direction_zeros, rt.directions_per_sweep):
     COVERED_ELSEWHERE[_fn] = "jacrev's vector-mode sweep: tests/test_jacrev_directions.py (against differences)"

@@ -13,7 +13,7 @@ loop and filled again by every direction:
     u = rt.basis_row(_k, o, x)           u_scratch = rt.basis_row(-1, 0, x)
                                    ->    u = rt.basis_row_into(u_scratch, _k, o)
     g = rt.unreduce(s, x, None, kd)      g_scratch = rt.unreduce(0.0, x, None, kd)
-                                   ->    g = rt.fill(g_scratch, s)
+                                   ->    g = rt.assign_into(g_scratch, s)
 
 and ``np.zeros``/``rt.zeros`` are filled with zeros again. A statement
 qualifies at the top level of the loop's body, where what shapes its array
@@ -137,7 +137,7 @@ def _plan(s, k: str, bound: set[str], typemap: dict):
     if spelling in _EMPTY | _ZEROS and invariant(*args):
         if spelling in _EMPTY:
             return copy.deepcopy(s.value), lambda held: held
-        return copy.deepcopy(s.value), lambda held: call("rt.fill", held, const(0.0))
+        return copy.deepcopy(s.value), lambda held: call("rt.assign_into", held, const(0.0))
     if spelling == "rt.basis_row" and len(args) == 3 and isinstance(args[0], gast.Name) and args[0].id == k \
             and invariant(args[1], args[2]):
         return (call("rt.basis_row", const(-1), const(0), copy.deepcopy(args[2])),
@@ -145,7 +145,7 @@ def _plan(s, k: str, bound: set[str], typemap: dict):
     if spelling == "rt.unreduce" and len(args) == 4 and isinstance(args[2], gast.Constant) \
             and args[2].value is None and _number(args[0], typemap) and invariant(args[1], args[3]):
         first = call("rt.unreduce", const(0.0), *copy.deepcopy(args[1:]))
-        return first, lambda held: call("rt.fill", held, copy.deepcopy(args[0]))
+        return first, lambda held: call("rt.assign_into", held, copy.deepcopy(args[0]))
     return None
 
 

@@ -88,7 +88,6 @@ defnondiff("first, n", rt.batch_like)
 defnondiff("item, x", rt.jacobian_block, rt.column_buffer, fresh=True, shape_only=("item", "x"))
 deffacts("block, buffer, item, k, offset", rt.jacobian_column, pure=False)  # writes into block and buffer
 deffacts("out, k, offset", rt.basis_row_into, pure=False)  # writes into out (s2s.passes.scratch)
-deffacts("out, value", rt.fill, pure=False)
 defnondiff("buffer, k, like", rt.column_slot, view=True)
 defnondiff("out, start, stop", rt.unit_cotangents, fresh=True)
 defnondiff("count, like", rt.direction_zeros, fresh=True, shape_only=("like",))
