@@ -53,7 +53,7 @@ def float32_literals(fn: gast.FunctionDef) -> gast.FunctionDef:
     if not any(_kind_of_type(t) == _F32 for t in typemap.values()):
         return fn
     kinds = {v: _kind_of_type(t) for v, t in typemap.items()}
-    for node in gast.walk(fn):  # names bound by passes after typing: the kind of their first value
+    for node in walk_stmts(fn.body):  # names bound by passes after typing: the kind of their first value
         if isinstance(node, gast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], gast.Name) \
                 and node.targets[0].id not in kinds:
             kinds[node.targets[0].id] = _kind(node.value, kinds)
