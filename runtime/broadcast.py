@@ -31,7 +31,8 @@ from .reductions import _sum_loop, _v3, extremum_vjp_along, spread_along
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "jacobian_block", "column_buffer", "jacobian_column", "batch_like",
-           "flat", "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows", "cast"]
+           "rows_like", "flat", "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows",
+           "cast"]
 
 
 def unbroadcast(g, like):
@@ -442,7 +443,7 @@ def jacobian(t_dot, out, offset, x):
     """
     count = np.shape(t_dot)[0]
     size = np.size(x)
-    flat = np.reshape(t_dot, (count, -1))[offset:offset + size]
+    flat = np.reshape(t_dot, (count, math.prod(np.shape(t_dot)[1:])))[offset:offset + size]
     block = np.ascontiguousarray(flat.T).reshape(np.shape(out) + np.shape(x))
     return block if block.ndim else float(block)
 
@@ -595,6 +596,20 @@ def _batch_like_nb(first, n):
     return lambda first, n: np.empty(n, type(first))
 
 
+def rows_like(rows, n):
+    """An empty array of ``n`` rows shaped and typed like the rows of ``rows`` (its leading axis ``n`` long).
+
+    >>> rows_like(np.zeros((0, 3)), 2).shape
+    (2, 3)
+    """
+    return np.empty((n,) + np.shape(rows)[1:], rows.dtype)
+
+
+@overload(rows_like)
+def _rows_like_nb(rows, n):
+    return lambda rows, n: np.empty((n,) + rows.shape[1:], rows.dtype)
+
+
 def flat(a):
     """``a`` as a C-contiguous 1-D array: a view where ``a`` is contiguous, else a copy.
 
@@ -717,7 +732,8 @@ def unit_cotangent(out, j):
     if np.ndim(out) == 0:
         return 1.0
     ct = np.zeros(np.size(out))
-    ct[j] = 1.0
+    if j < ct.size:  # an empty output has no position: its one sweep only shapes the rows
+        ct[j] = 1.0
     return ct.reshape(np.shape(out))
 
 
@@ -728,7 +744,8 @@ def _unit_cotangent_nb(out, j):
 
     def impl(out, j):
         ct = np.zeros(out.size)
-        ct[j] = 1.0
+        if j < ct.size:
+            ct[j] = 1.0
         return ct.reshape(out.shape)
 
     return impl

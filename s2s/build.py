@@ -634,8 +634,8 @@ class _Generator:
         size = " + ".join(f"np.size({p})" for p in wrt)
         lines = [f"    {n} = np.size({item})",
                  f"    {step} = rt.directions_per_sweep({n}, {size})",
-                 f"    {first} = {sweep(cotangents(0, step))}"]
-        lines += [f"    {r} = rt.batch_like({first}[{k}][0], {n})" for k, r in enumerate(rows)]
+                 f"    {first} = {sweep(cotangents(0, f'min({step}, {n})'))}"]
+        lines += [f"    {r} = rt.rows_like({first}[{k}], {n})" for k, r in enumerate(rows)]
         lines += [f"    {r}[:{step}] = {first}[{k}]" for k, r in enumerate(rows)]
         lines += [f"    for {start} in range({step}, {n}, {step}):",
                   f"        {stop} = min({start} + {step}, {n})",
@@ -657,7 +657,7 @@ class _Generator:
         lines = [f"    {n} = np.size({item})",
                  f"    {first} = {sweep(cotangent(0))}"]
         lines += [f"    {r} = rt.batch_like({first}[{k}], {n})" for k, r in enumerate(rows)]
-        lines += [f"    {r}[0] = {first}[{k}]" for k, r in enumerate(rows)]
+        lines += [f"    {r}[:1] = {first}[{k}]" for k, r in enumerate(rows)]  # no row of an empty output
         lines += [f"    for {j} in range(1, {n}):",
                   f"        {row} = {sweep(cotangent(j))}"]
         lines += [f"        {r}[{j}] = {row}[{k}]" for k, r in enumerate(rows)]

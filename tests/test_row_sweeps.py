@@ -260,3 +260,38 @@ def test_a_sweep_over_no_directions_still_shapes_its_blocks():
     x = RNG.uniform(0.2, 1.0, 4)  # and the same entry shape with directions: the blocks the loop makes
     np.testing.assert_allclose(s2s.jacfwd(three_from_none)(x), fd_jacobian(three_from_none, (x,)), rtol=1e-6,
                                atol=1e-8)
+
+
+def cumulative_scaled(x):
+    return np.cumsum(np.tanh(x)) * x
+
+
+def listed(x):
+    """A list of active arrays: no vector form, so one adjoint sweep per row."""
+    parts = []
+    for k in range(3):
+        parts.append(np.sin(x) * k)
+    return parts[0] * x + parts[2]
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+@pytest.mark.parametrize("transform", ["jacrev", "jacfwd"])
+def test_jacobians_of_an_empty_input_or_output_are_empty(transform, target):
+    """As in JAX, an empty input or output gives an empty Jacobian of the right shape. An empty output
+    once sent a sweep the cotangent of position 0 (compiled, a write past an empty array), and
+    ``target="python"`` read an array of every direction that no direction had made."""
+    jac = getattr(s2s, transform)
+    assert jac(cumulative_scaled, target=target)(np.zeros(0)).shape == (0, 0)
+    assert jac(listed, target=target)(np.zeros(0)).shape == (0, 0)
+    assert jac(lambda x, w: np.tanh(w @ x), target=target)(np.ones(3), np.ones((0, 3))).shape == (0, 3)
+    x = RNG.uniform(0.2, 1.0, 5)  # and the same entries with directions
+    for f in (cumulative_scaled, listed):
+        np.testing.assert_allclose(jac(f, target=target)(x), fd_jacobian(f, (x,)), rtol=1e-6, atol=1e-8)
+
+
+def test_the_cotangent_of_an_empty_output_writes_nothing():
+    """It wrote 1 at position 0 of an empty array: an IndexError in Python, a write past the end compiled."""
+    assert s2s_runtime.unit_cotangent(np.zeros(0), 0).shape == (0,)
+    first = numba.njit(lambda out: s2s_runtime.unit_cotangent(out, 0))
+    assert first(np.zeros(0)).shape == (0,)
+    np.testing.assert_array_equal(first(np.zeros(2)), [1.0, 0.0])

@@ -380,7 +380,7 @@ for _fn in (rt.basis, rt.basis_row, rt.unit_cotangent, rt.batch_like, rt.contrac
     COVERED_ELSEWHERE[_fn] = "Jacobian assembly of jacfwd/jacrev: tests/test_higher_order.py and test_api.py"
 for _fn in (rt.basis_row_into, rt.column_slot):
     COVERED_ELSEWHERE[_fn] = "a sweep's arrays made once (s2s/passes/scratch.py): tests/test_row_sweeps.py"
-for _fn in (rt.unit_cotangents, rt.direction_zeros, rt.directions_per_sweep):
+for _fn in (rt.unit_cotangents, rt.direction_zeros, rt.directions_per_sweep, rt.rows_like):
     COVERED_ELSEWHERE[_fn] = "jacrev's vector-mode sweep: tests/test_jacrev_directions.py (against differences)"
 
 for _fn in (np.take, np.take_along_axis, np.real, rt.array_vjp, rt.flatten, rt.group_sum, rt.last_write,

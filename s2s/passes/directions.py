@@ -47,7 +47,7 @@ from __future__ import annotations
 import gast
 from numba.core import types
 
-from ..astutil import assign, attr_chain, call, const, name
+from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..rules import lookup_spelling
 from .simplify import fresh, value_reads
 
@@ -245,16 +245,20 @@ class _Sweep:
 
         An array that carries the directions and that the run assigns whole is one direction's array in the
         loop (``t_adj_k``, read in its place after the assignment); the loop's last statements copy it into
-        a new array of every direction (the first direction allocates it), which takes the old one's name
-        after the loop: the directions the loop has not reached yet still read the old array."""
+        a new array of every direction (the first direction allocates it; before the loop it is an empty
+        array, what no direction leaves), which takes the old one's name after the loop: the directions the
+        loop has not reached yet still read the old array."""
         current: dict[str, str] = {}
         own: set[str] = set()
         body = [p for s in stmts for p in self.per_k(s, current, own)]
-        after = []
+        before, after = [], []
         for v, item in current.items():
             whole = self.namer.fresh(f"{v}_new")
             t = self.adjoint_types[v]
             self.new_types[whole] = types.Array(t.dtype, t.ndim + 1, "C")
+            # no direction at all (an empty input or output) leaves it empty, not unbound
+            empty = gast.Tuple(elts=[const(0)] * (t.ndim + 1), ctx=gast.Load())
+            before.append(assign(whole, call("np.empty", empty, dotted(f"np.{t.dtype}"))))
             body += [gast.If(test=gast.Compare(left=name(self.k), ops=[gast.Eq()], comparators=[const(0)]),
                              body=[assign(whole, call("rt.batch_like", name(item), name(self.count)))], orelse=[]),
                      assign(gast.Subscript(value=name(whole), slice=name(self.k), ctx=gast.Store()), name(item))]
@@ -262,7 +266,7 @@ class _Sweep:
         loop = gast.For(target=name(self.k, store=True), iter=call("range", name(self.count)),
                         body=self.row_views(body), orelse=[], type_comment=None)
         loop.s2s_directions = True
-        return [loop] + after
+        return before + [loop] + after
 
     def row_views(self, body: list) -> list:
         """``body`` reading ``v[_k]`` of each array ``v`` of every direction through a name bound first

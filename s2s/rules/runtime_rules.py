@@ -85,6 +85,7 @@ defnondiff("k, offset, x", rt.basis_row, fresh=True, shape_only=("x",))
 defnondiff("out, j", rt.unit_cotangent)
 defnondiff("out", rt.zero_cotangent)
 defnondiff("first, n", rt.batch_like)
+defnondiff("rows, n", rt.rows_like)
 defnondiff("item, x", rt.jacobian_block, rt.column_buffer, fresh=True, shape_only=("item", "x"))
 deffacts("block, buffer, item, k, offset", rt.jacobian_column, pure=False)  # writes into block and buffer
 deffacts("out, k, offset", rt.basis_row_into, pure=False)  # writes into out (s2s.passes.scratch)
