@@ -1189,3 +1189,37 @@ def test_einsum_letters_that_name_the_runtime_s_arrays(target):
     a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
     assert s2s.jit(batched_einsum, target=target)(a, b) == pytest.approx(batched_einsum(a, b), rel=1e-12)
     assert_grads(batched_einsum, (a, b), target=target, rtol=1e-6, atol=1e-7)
+
+
+def cast_and_written(x):
+    y = x.astype(float)  # a copy: the write below leaves x alone
+    y[0] = 3.0
+    z = np.asarray(x, "float64") * (x > 1.0).astype(np.float64)
+    return np.sum(y * x) + np.sum(z * np.sin(x)) + np.sum(x.astype(int) * x)
+
+
+@targets
+def test_astype_copies_and_casts_as_numpy_does(target):
+    """``x.astype(t)`` is a copy in ``t`` (``np.array(x, t)``); ``float``, ``int`` and strings name dtypes.
+    It was refused as an unsupported method, and ``dtype=float`` as a function used as a value."""
+    x = np.array([0.4, 1.3, 0.7, 2.2, 1.6])
+    assert s2s.jit(cast_and_written, target=target)(x) == pytest.approx(cast_and_written(x), rel=1e-12)
+    assert_grads(cast_and_written, (x,), target=target, rtol=1e-6)
+    np.testing.assert_allclose(s2s.jacfwd(cast_and_written, target=target)(x),
+                               numerical_grad(cast_and_written, (x,), 0), rtol=1e-6)
+    # to float32 and back: the cast's derivative is 1, its values rounded (too finely for differences)
+    rounded = s2s.grad(lambda v: np.sum(v.astype(np.float32) * v), target=target)(x)
+    np.testing.assert_allclose(rounded, x.astype(np.float32) + x, rtol=1e-7)
+
+
+def scaled_in_float32(x):
+    return np.sum(x.astype(np.float32) * 0.1)
+
+
+@targets
+def test_a_float32_copy_of_a_float64_argument_computes_in_float32(target):
+    """NumPy 2 keeps ``x.astype(np.float32) * 0.1`` in float32 (the number is weak): so must the compiled
+    code, though no argument is float32. Compiled, it computed in float64 and returned a float64."""
+    x = np.linspace(0.1, 2.0, 7)
+    got = s2s.jit(scaled_in_float32, target=target)(x)
+    assert type(got) is np.float32 and got == scaled_in_float32(x)

@@ -45,6 +45,8 @@ from ..rules import lookup_spelling
 __all__ = ["float32_literals", "weak_literals"]
 
 _F32, _F64, _LITERAL = "float32", "float64", "literal"
+_TYPES = {"np.float32": "the type float32", "np.float64": "the type float64"}  # a name bound to a dtype
+_OF_TYPE = {"the type float32": _F32, "the type float64": _F64}
 
 
 def float32_literals(fn: gast.FunctionDef) -> gast.FunctionDef:
@@ -62,6 +64,8 @@ def float32_literals(fn: gast.FunctionDef) -> gast.FunctionDef:
 
 
 def _kind_of_type(t) -> str | None:
+    if isinstance(t, types.NumberClass):
+        return _TYPES.get(f"np.{t.instance_type}")
     dtype = t.dtype if isinstance(t, types.Array) else t
     if dtype == types.float32:
         return _F32
@@ -71,7 +75,7 @@ def _kind_of_type(t) -> str | None:
 
 
 def _combine(*kinds) -> str | None:
-    if None in kinds:
+    if None in kinds or any(k in _OF_TYPE for k in kinds):
         return None
     if _F64 in kinds:
         return _F64
@@ -93,6 +97,8 @@ def _kind(node, kinds: dict) -> str | None:
     if isinstance(node, gast.Subscript):
         return _kind(node.value, kinds)
     if isinstance(node, gast.Attribute):
+        if attr_chain(node) in _TYPES:
+            return _TYPES[attr_chain(node)]
         return _kind(node.value, kinds) if node.attr == "T" else None
     if isinstance(node, gast.BinOp):
         return _combine(_kind(node.left, kinds), _kind(node.right, kinds))
@@ -100,6 +106,8 @@ def _kind(node, kinds: dict) -> str | None:
         return _kind(node.operand, kinds)
     if isinstance(node, gast.IfExp):
         return _combine(_kind(node.body, kinds), _kind(node.orelse, kinds))
+    if isinstance(node, gast.Call) and _dtype_of(node, kinds) is not None:  # np.asarray(x, np.float32)
+        return _dtype_of(node, kinds)
     if isinstance(node, gast.Call) and not node.keywords:
         if attr_chain(node.func) == "np.float32":  # what this pass writes, inner literals first
             return _F32
@@ -109,6 +117,17 @@ def _kind(node, kinds: dict) -> str | None:
         if rule is not None and rule.view and node.args and "dtype" not in rule.params[:len(node.args)]:
             return _kind(node.args[0], kinds)  # a view has its array's dtype (np.asarray(x, np.float64) not)
     return None
+
+
+def _dtype_of(node: gast.Call, kinds: dict) -> str | None:
+    """float32 or float64 where a call's ``dtype`` argument names it (``x.astype(np.float32)``), else None."""
+    rule = lookup_spelling(attr_chain(node.func) or "")
+    if rule is None or "dtype" not in rule.params:
+        return None
+    at = rule.params.index("dtype")
+    dtype = node.args[at] if len(node.args) > at else next(
+        (kw.value for kw in node.keywords if kw.arg == "dtype"), None)
+    return None if dtype is None else _OF_TYPE.get(_kind(dtype, kinds))
 
 
 def _valued(rule, args: list) -> list:
@@ -218,8 +237,8 @@ def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
     """
     params = [a.id for a in fn.args.args]
     fixed = {p: _kind_of_type(t) for p, t in zip(params, arg_types)}
-    if _F32 not in fixed.values():
-        return
+    if _F32 not in fixed.values() and not any(attr_chain(n) == "np.float32" for n in gast.walk(fn)):
+        return  # no float32 value (`x.astype(np.float32)` of a float64 `x` makes one)
     bindings: dict[str, list] = {}
     for s in walk_stmts(fn.body):
         if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name):
@@ -231,6 +250,8 @@ def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
                       and isinstance(n.ctx, gast.Store)):
                 bindings.setdefault(n.id, []).append(rows)  # the rows of an array: its dtype; else not known
     kinds = {p: k for p, k in fixed.items() if p not in bindings}
+    kinds.update({v: _TYPES[attr_chain(values[0])] for v, values in bindings.items()
+                  if len(values) == 1 and values[0] is not None and attr_chain(values[0]) in _TYPES})
     changed = True
     while changed:  # from none known: a name is float32 once every value bound to it is
         changed = False

@@ -205,6 +205,7 @@ class _Resolver(gast.NodeTransformer):
         node.args = [self.visit(a) for a in node.args]
         for kw in node.keywords:
             kw.value = self.visit(kw.value)
+        self._dtype_argument(lookup(getattr(maker, "py_func", maker)) if callable(maker) else None, node)
         if isinstance(func, gast.Name) and func.id in self.program.module_functions():
             fn = self.program.function_of(func.id)
             if is_user_function(fn):
@@ -259,6 +260,30 @@ class _Resolver(gast.NodeTransformer):
         if rule.expand:
             return located(subst(template(rule.expand), bound), node)
         return node
+
+    def _dtype_argument(self, rule, node: gast.Call) -> None:
+        """The ``dtype`` argument of a call of ``rule``'s function, given as a string (``"float32"``), spelled
+        as NumPy's scalar type (``np.float32``; Python's ``float`` is ``np.float64`` already, :meth:`constant`)."""
+        if rule is None or "dtype" not in rule.params:
+            return
+        at = rule.params.index("dtype")
+        if len(node.args) > at:
+            node.args[at] = self._dtype(node.args[at])
+        for kw in node.keywords:
+            if kw.arg == "dtype":
+                kw.value = self._dtype(kw.value)
+
+    def _dtype(self, node) -> gast.expr:
+        """A resolved dtype argument, ``np.float32`` where it is the string ``"float32"``."""
+        if not (isinstance(node, gast.Constant) and isinstance(node.value, str)):
+            return node
+        try:
+            dtype = np.dtype(node.value)
+        except TypeError:
+            raise self._unsupported(f"the dtype {node.value!r}") from None
+        if dtype.kind not in "biufc":
+            raise self._unsupported(f"the dtype {dtype}")
+        return located(dotted(f"np.{dtype.type.__name__}"), node)
 
     def _pack_containers(self, node: gast.Call, callee: str) -> None:
         """A container argument passed to a library function: its leaves packed again as a tuple literal."""
@@ -438,6 +463,15 @@ class _Resolver(gast.NodeTransformer):
             node.func.value = receiver
             node.args = args
             return node
+        if method == "astype":  # `x.astype(t)` is `np.array(x, t)`, a copy; with `copy=False`, `np.asarray(x, t)`
+            copy_ = keywords.pop("copy", const(True))
+            if not (isinstance(copy_, gast.Constant) and isinstance(copy_.value, bool)) or len(args) != 1 \
+                    or keywords:
+                raise self._unsupported("this call of `.astype()`", hint="write `x.astype(dtype)`")
+            target = np.array if copy_.value else np.asarray
+            dtype = self._dtype(args[0])
+            return located(call(self.callee(target, gast.Call(func=None, args=[receiver, dtype], keywords=[])),
+                                receiver, dtype), node)
         target = array_method(method)
         if target is None:
             raise self._unsupported(f"the method `.{method}()`")
@@ -492,6 +526,8 @@ class _Resolver(gast.NodeTransformer):
             return name(self.program.constant(obj, label.split(".")[-1]))
         if isinstance(obj, type) and issubclass(obj, np.generic):
             return dotted(f"np.{obj.__name__}")
+        if obj in (float, int, bool, complex):  # a dtype (`dtype=float`): NumPy's type of its values
+            return dotted(f"np.{np.dtype(obj).type.__name__}")
         if callable(obj):
             raise self._unsupported(f"using the function `{label}` as a value", hint="call it instead")
         raise self._unsupported(f"the global `{label}` of type {type(obj).__name__}")
