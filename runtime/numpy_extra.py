@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import errors, types
+from numba.np import numpy_support
 
 from .broadcast import reduced_count
 from .helper_cache import overload, register_jitable
-from .reductions import _is_none, _norm_axis, _shape_one, _v3, mean
+from .reductions import _is_none, _norm_axis, _shape_one, _static_bool, _v3, mean
 
 __all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod", "flip", "roll", "cumprod_jvp", "cumprod_vjp",
            "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron", "kron_vjp_a", "kron_vjp_b", "interp_slope",
@@ -326,11 +327,21 @@ def _var_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     if not (_is_none(dtype) and _is_none(out)):
         raise errors.TypingError("rt.var: dtype and out are not supported in compiled code")
 
+    typed = numpy_support.as_dtype(a.dtype).type if isinstance(a, types.Array) and a.dtype == types.float32 \
+        else float  # float32 values have a float32 variance, as in NumPy
+    if _is_none(axis) and _static_bool(keepdims) is False:  # the whole array: Numba's own, of NumPy's dtype
+        def whole(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+            n = a.size
+            dof = n - ddof
+            return typed(np.var(a) * (n / dof if dof > 0 else np.inf))
+
+        return whole
+
     def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
         d = a - mean(a, axis, keepdims=True)
         n = reduced_count(a, axis)
         dof = n - ddof  # none left (ddof >= n): inf, or nan for no spread, as NumPy's division by zero
-        return mean(d * d, axis, keepdims=keepdims) * (n / dof if dof > 0 else np.inf)
+        return mean(d * d, axis, keepdims=keepdims) * typed(n / dof if dof > 0 else np.inf)
 
     return impl
 

@@ -441,3 +441,32 @@ def test_the_maximum_of_a_float32_array_is_float32():
     assert got.dtype == np.float32 and np.array_equal(got, centred_layer(x, w))
     with_nan = np.array([1.0, np.nan, 3.0], np.float32)
     assert np.isnan(s2s.jit(centred_layer)(with_nan, w)).all()
+
+
+def scaled_statistics(x):
+    rows = np.sum(x, axis=1) * 0.1
+    return np.sum(x) * 0.1 + np.mean(x) * 0.3 + np.var(x) * 0.7 + np.std(x, axis=0) * 1.3 + np.dot(rows, rows) * 0.2
+
+
+def spread_with_ddof(x):
+    return np.var(x, ddof=1) + np.std(x, ddof=1)
+
+
+def spread_along_rows(x):
+    return np.var(x, axis=1) + np.std(x, axis=1, keepdims=True)
+
+
+def test_a_number_beside_a_float32_reduction_is_float32():
+    """NumPy 2 keeps `np.sum(x) * 0.1` of float32 values float32; Numba made the product float64 (and
+    `np.var` of float32 float64 too): jit's result was a float64 of other digits than NumPy's."""
+    x = np.linspace(0.1, 2.0, 12, dtype=np.float32).reshape(3, 4)
+    got, expected = s2s.jit(scaled_statistics)(x), scaled_statistics(x)
+    assert got.dtype == np.float32 and expected.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=3e-7)  # an ulp or two: sums in another order
+    for stat in (spread_with_ddof, spread_along_rows):
+        got, expected = s2s.jit(stat)(x), stat(x)
+        assert got.dtype == np.float32 and np.allclose(got, expected, rtol=3e-7)
+    g = s2s.grad(lambda v: np.sum(scaled_statistics(v)))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, numerical_grad(lambda v: np.sum(scaled_statistics(v)), (x.astype(float),), 0),
+                               rtol=1e-4, atol=1e-5)

@@ -318,12 +318,13 @@ def test_loops_over_matrices_read_row_columns_by_row():
     p /= p.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(s2s.grad(softmax_cross_entropy)(z, y), (p - y) / 7, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(s2s.jit(softmax_cross_entropy)(z, y), softmax_cross_entropy(z, y), rtol=1e-13)
-    for a, b in ((RNG.standard_normal((4, 3)), RNG.standard_normal((4, 5))),  # the column is (4, 1): fused
-                 (RNG.standard_normal((1, 3)), RNG.standard_normal((4, 5)))):  # (1, 1): the unfused statements
+    rng = np.random.default_rng(17)  # its own draws: the shared RNG's depend on which tests ran before
+    for a, b in ((rng.standard_normal((4, 3)), rng.standard_normal((4, 5))),  # the column is (4, 1): fused
+                 (rng.standard_normal((1, 3)), rng.standard_normal((4, 5)))):  # (1, 1): the unfused statements
         assert s2s.jit(exp_over_row_sums)(a, b) == pytest.approx(exp_over_row_sums(a, b), rel=1e-13)
-        for k in (0, 1):
+        for k in (0, 1):  # exp(b - c) of thousands: the differences' own error is about 1e-6 of a gradient
             np.testing.assert_allclose(s2s.grad(exp_over_row_sums, argnums=k)(a, b),
-                                       numerical_grad(exp_over_row_sums, (a, b), k), rtol=1e-6, atol=1e-8)
+                                       numerical_grad(exp_over_row_sums, (a, b), k), rtol=1e-5, atol=1e-8)
     assert "[_k]" in s2s.source(s2s.grad(exp_over_row_sums, argnums=(0, 1)), a, b)
     # forward over reverse: the forward-mode fusion of the gradient's statements reads no column by row (a row
     # sum `rt.unbroadcast(g, c)` joined such a loop as the identity, and its result had the matrix's shape)

@@ -108,11 +108,14 @@ def _kind(node, kinds: dict) -> str | None:
         return _combine(_kind(node.body, kinds), _kind(node.orelse, kinds))
     if isinstance(node, gast.Call) and _dtype_of(node, kinds) is not None:  # np.asarray(x, np.float32)
         return _dtype_of(node, kinds)
+    rule = lookup_spelling(attr_chain(node.func) or "") if isinstance(node, gast.Call) else None
+    if rule is not None and rule.reduces and node.args:  # np.sum(x, axis=0) of float32 values is float32
+        return _combine(_kind(node.args[0], kinds))
     if isinstance(node, gast.Call) and not node.keywords:
         if attr_chain(node.func) == "np.float32":  # what this pass writes, inner literals first
             return _F32
-        rule = lookup_spelling(attr_chain(node.func) or "")
-        if rule is not None and rule.elementwise and not rule.logical and _valued(rule, node.args):
+        if rule is not None and (rule.elementwise and not rule.logical or rule.multilinear) \
+                and _valued(rule, node.args):
             return _combine(*(_kind(a, kinds) for a in _valued(rule, node.args)))
         if rule is not None and rule.view and node.args and "dtype" not in rule.params[:len(node.args)]:
             return _kind(node.args[0], kinds)  # a view has its array's dtype (np.asarray(x, np.float64) not)

@@ -222,11 +222,11 @@ defrule(np.cumprod, "a, axis=None", nondiff=("axis",), impl="rt.cumprod", impl_w
 _CENTRED = "(a - rt.mean(a, axis, keepdims=True))"
 _DOF = "(rt.reduced_count(a, axis) - ddof)"
 defrule(np.var, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
-        nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.var", impl_when=("axis", "ddof", "keepdims"),
+        nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.var",
         jvp=f"2.0 * rt.sum({_CENTRED} * a_dot, axis, keepdims=keepdims) / {_DOF}",
         vjp=f"2.0 * {_CENTRED} * rt.unreduce(z_adj, a, axis, keepdims) / {_DOF}")
 defrule(np.std, "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
-        nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.std", impl_when=("axis", "ddof", "keepdims"),
+        nondiff=("axis", "dtype", "out", "ddof", "keepdims"), impl="rt.std",
         jvp=f"rt.sum({_CENTRED} * a_dot, axis, keepdims=keepdims) / ({_DOF} * z)",
         vjp=f"{_CENTRED} * rt.unreduce(z_adj / z, a, axis, keepdims) / {_DOF}")
 # over a tuple of axes (Numba takes one): sum, mean, prod, max and min one axis after another, var and std as
