@@ -26,11 +26,11 @@ from .broadcast import reduced_count
 from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _shape_one, _static_bool, _v3, mean
 
-__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod", "flip", "roll", "cumprod_jvp", "cumprod_vjp",
-           "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron", "kron_vjp_a", "kron_vjp_b", "interp_slope",
-           "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f", "pair_diff",
-           "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d", "polyval_vjp_p",
-           "int_power"]
+__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod", "cumsum", "flip", "roll", "cumprod_jvp",
+           "cumprod_vjp", "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron", "kron_vjp_a", "kron_vjp_b",
+           "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f",
+           "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d",
+           "polyval_vjp_p", "int_power"]
 
 
 @register_jitable
@@ -112,6 +112,24 @@ def _diff_edge_nb(value, a, axis):
 # ------------------------------------------------------------------ cumprod (along an axis, or of the flattened array)
 # Each helper runs the product's recurrence along every line of ``_v3(a, axis)``, so none divides by ``a``
 # (zeros allowed). The tangents and the adjoint are shaped like np.cumprod's result, or like ``a``.
+def cumsum(a, axis=None):
+    """``np.cumsum(a, axis)``; of one number, an array of it also in compiled code (Numba's gives the number).
+
+    >>> cumsum(2.0)
+    array([2.])
+    """
+    return np.cumsum(a, axis)
+
+
+@overload(cumsum)
+def _cumsum_nb(a, axis=None):
+    if isinstance(a, types.Number):
+        return lambda a, axis=None: np.full(1, a)
+    if _is_none(axis):
+        return lambda a, axis=None: np.cumsum(a)
+    return lambda a, axis=None: np.cumsum(a, axis=axis)
+
+
 def cumprod(a, axis=None):
     """``np.cumprod(a, axis)``, the axis also in compiled code (Numba's takes none).
 
@@ -124,6 +142,8 @@ def cumprod(a, axis=None):
 
 @overload(cumprod)
 def _cumprod_nb(a, axis=None):
+    if isinstance(a, types.Number):
+        return lambda a, axis=None: np.full(1, a)
     if _is_none(axis):
         return lambda a, axis=None: np.cumprod(a)
 

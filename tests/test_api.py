@@ -470,3 +470,26 @@ def test_a_number_beside_a_float32_reduction_is_float32():
     assert g.dtype == np.float32
     np.testing.assert_allclose(g, numerical_grad(lambda v: np.sum(scaled_statistics(v)), (x.astype(float),), 0),
                                rtol=1e-4, atol=1e-5)
+
+
+def shifted_in_place(x):
+    y = x * 2.0
+    y += 1.0  # `y` bound twice, the second time from itself
+    z = np.cumsum(y).copy()
+    z *= 0.5
+    return np.sum(y * z)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_float32_updated_in_place_by_a_number(target):
+    """`y = x * 2.0; y += 1.0` of float32 was refused in every transform (`y` holding values of different
+    types): the first literal became float32 and the second, beside `y` itself, did not (a probe found it)."""
+    x = np.array([0.5, -1.0, 2.0, 0.25], np.float32)
+    got = s2s.jit(shifted_in_place, target=target)(x)
+    assert type(got) is np.float32 and got == pytest.approx(shifted_in_place(x), rel=1e-6)
+    g = s2s.grad(shifted_in_place, target=target)(x)
+    expected = numerical_grad(shifted_in_place, (x.astype(float),), 0)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, expected, rtol=1e-4, atol=1e-4)
+    for jac in (s2s.jacfwd, s2s.jacrev):
+        np.testing.assert_allclose(jac(shifted_in_place, target=target)(x), expected, rtol=1e-4, atol=1e-4)

@@ -1223,3 +1223,24 @@ def test_a_float32_copy_of_a_float64_argument_computes_in_float32(target):
     x = np.linspace(0.1, 2.0, 7)
     got = s2s.jit(scaled_in_float32, target=target)(x)
     assert type(got) is np.float32 and got == scaled_in_float32(x)
+
+
+def running_square(x):
+    return np.cumsum(x * x) * 2.0 + 1.0
+
+
+def running_product(x):
+    return np.cumprod(x + 1.0)
+
+
+@targets
+def test_cumsum_of_one_number_is_an_array_of_one(target):
+    """``np.cumsum`` of a 0-d array or a float is an array of one element, as in NumPy. Compiled, ``x * x`` of
+    a 0-d ``x`` is a float, and Numba's cumsum of a float returned the float: shape () (found by a probe)."""
+    for x in (np.array(0.7), 0.7, np.array(0.7, np.float32)):
+        for f in (running_square, running_product):
+            got = s2s.jit(f, target=target)(x)
+            assert np.shape(got) == (1,) and got == pytest.approx(f(x), rel=1e-6)
+    for jac in (s2s.jacfwd, s2s.jacrev):
+        got = jac(running_square, target=target)(np.array(0.7))
+        assert np.shape(got) == (1,) and got == pytest.approx([4.0 * 0.7])

@@ -238,3 +238,16 @@ def test_a_zero_dimensional_argument(target):
     assert np.shape(jac) == ()
     assert float(jac) == pytest.approx(np.sin(0.8) + 0.8 * np.cos(0.8), rel=1e-12)
     np.testing.assert_allclose(s2s.jacfwd(sin_times, target=target)(x), jac, rtol=1e-12)
+
+
+def row_normalised(x):
+    return x / np.sum(x ** 2, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_rows_over_their_squared_sums(target):
+    """The fusion pass asked a direction loop for its value (`'For' object has no attribute 'value'`): the
+    compiled jacrev of `x / np.sum(x ** 2, axis=1, keepdims=True)` crashed (found by a probe)."""
+    x = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    np.testing.assert_allclose(s2s.jacrev(row_normalised, target=target)(x), fd_jacobian(row_normalised, (x,)),
+                               rtol=1e-6, atol=1e-8)

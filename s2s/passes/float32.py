@@ -109,7 +109,7 @@ def _kind(node, kinds: dict) -> str | None:
     if isinstance(node, gast.Call) and _dtype_of(node, kinds) is not None:  # np.asarray(x, np.float32)
         return _dtype_of(node, kinds)
     rule = lookup_spelling(attr_chain(node.func) or "") if isinstance(node, gast.Call) else None
-    if rule is not None and rule.reduces and node.args:  # np.sum(x, axis=0) of float32 values is float32
+    if rule is not None and (rule.reduces or rule.same_dtype) and node.args:  # np.sum(x, axis=0), np.copy(x)
         return _combine(_kind(node.args[0], kinds))
     if isinstance(node, gast.Call) and not node.keywords:
         if attr_chain(node.func) == "np.float32":  # what this pass writes, inner literals first
@@ -255,13 +255,18 @@ def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
     kinds = {p: k for p, k in fixed.items() if p not in bindings}
     kinds.update({v: _TYPES[attr_chain(values[0])] for v, values in bindings.items()
                   if len(values) == 1 and values[0] is not None and attr_chain(values[0]) in _TYPES})
+    # from every name float32, drop one with a value that is not while any is left: what stays is float32 for
+    # certain (`y = x * 0.5` then `y = y + 1.0` is, and so is its second literal; one name left out made the
+    # two types of `y` differ, and typing refused it)
+    maybe = {v for v in bindings if v not in kinds and (v not in fixed or fixed[v] == _F32)}
+    kinds.update(dict.fromkeys(maybe, _F32))
     changed = True
-    while changed:  # from none known: a name is float32 once every value bound to it is
+    while changed:
         changed = False
-        for v, values in bindings.items():
-            if kinds.get(v) != _F32 and (v not in fixed or fixed[v] == _F32) and all(
-                    value is not None and _kind(value, kinds) == _F32 for value in values):
-                kinds[v] = _F32
+        for v in list(maybe):
+            if not all(value is not None and _kind(value, kinds) == _F32 for value in bindings[v]):
+                maybe.discard(v)
+                del kinds[v]
                 changed = True
     constants: dict[str, str] = {}  # the literal's text -> its constant's name
 

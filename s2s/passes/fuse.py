@@ -676,7 +676,8 @@ class _Fuser:
             return "column"
         if not columns:
             return "full"
-        target = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else getattr(s, "target", None)
+        target = s.targets[0] if isinstance(s, gast.Assign) and len(s.targets) == 1 else \
+            s.target if isinstance(s, gast.AugAssign) else None  # a loop (`for _k in ...`) is no array statement
         if not isinstance(target, gast.Name) or target.id in self.columns:
             return "mixed"
         value = s.value
@@ -883,6 +884,7 @@ class _Fuser:
         row_start, row_end = [], []  # around the loop along a row: the totals of the column sums
         means: list[gast.BinOp] = []  # `total / m` of the row means: m, the row's length, set below
         summed_into: set[str] = set()
+        summed_as: dict[str, str] = {}  # a float32 sum -> the float64 total it is summed in
         for s in run.stmts:
             summed = self._column_sum(s) if run.column_sums else None
             if summed is not None:  # each row's total, then into the column's element of that row
@@ -915,9 +917,13 @@ class _Fuser:
             if isinstance(s, gast.Assign):
                 target, value = s.targets[0].id, s.value
                 if target in run.reductions:
-                    before.append(assign(target, const(0.0)))
+                    total = target
+                    if self.types.get(target) == nbtypes.float32:  # summed in float64, a float32 as NumPy's
+                        total = summed_as[target] = self.namer.fresh(f"{target}_total")
+                        tail.append(assign(target, call("np.float32", name(total))))
+                    before.append(assign(total, const(0.0)))
                     expr = _Scalarize().visit(copy.deepcopy(value.args[0]))
-                    body.append(assign(target, call("rt.vm.reduce_add", name(target), expr)))
+                    body.append(assign(total, call("rt.vm.reduce_add", name(total), expr)))
                     continue
                 if _fill_like(value) is not None:
                     expr = const(_fill_like(value))
@@ -997,7 +1003,8 @@ class _Fuser:
         # an input only a shape is taken from (``like`` of ``rt.unbroadcast(e, like)``) is not read: no view
         views = [assign(flat[v], call("rt.flat", name(mirrored.get(v, v)))) for v in flat
                  if v in loaded or v not in run.inputs]
-        live = gast.Tuple(elts=[name(r) for r in sorted(run.reductions) + list(run.column_sums.values())],
+        live = gast.Tuple(elts=[name(summed_as.get(r, r)) for r in sorted(run.reductions)]
+                          + [name(r) for r in run.column_sums.values()],
                           ctx=gast.Load())
         loop_body = simplify(body + after + [gast.Return(value=live)])[:-1]
         first_pass: list = []

@@ -102,7 +102,7 @@ for _fn, _impl in ((np.max, "rt.amax"), (np.min, "rt.amin"), (np.amax, "rt.amax"
             vjp="rt.extremum_vjp(z_adj, a, z, axis, keepdims)")
 register_name(np.max, "np.max")
 register_name(np.min, "np.min")
-defrule(np.cumsum, "a, axis=None", nondiff=("axis",), jvp="np.cumsum(a_dot, axis)",
+defrule(np.cumsum, "a, axis=None", nondiff=("axis",), impl="rt.cumsum", jvp="rt.cumsum(a_dot, axis)",
         vjp="rt.cumsum_vjp(z_adj, a, axis)")
 def _norm_check(bound: dict) -> str | None:
     """Why an ``np.linalg.norm`` call is not supported (a tuple of axes, an ord written in it that is not), or
@@ -217,7 +217,7 @@ defnondiff("a", np.ndim, impl="rt.ndim")  # Numba has no np.ndim
 # ============================================================ issue 10: sorting, differences, statistics
 defrule(np.sort, "a", jvp="rt.sort_jvp(a_dot, a)", vjp="rt.sort_vjp(z_adj, a)")
 defrule(np.diff, "a, n=1", nondiff=("n",), jvp="np.diff(a_dot, n)", vjp="rt.diff_vjp(z_adj, n)")
-defrule(np.cumprod, "a, axis=None", nondiff=("axis",), impl="rt.cumprod", impl_when=("axis",),
+defrule(np.cumprod, "a, axis=None", nondiff=("axis",), impl="rt.cumprod",
         jvp="rt.cumprod_jvp(a_dot, a, axis)", vjp="rt.cumprod_vjp(z_adj, a, axis)")
 _CENTRED = "(a - rt.mean(a, axis, keepdims=True))"
 _DOF = "(rt.reduced_count(a, axis) - ddof)"
@@ -361,6 +361,8 @@ mark(np.ones, np.ones_like, fill="1")
 mark(np.empty, np.empty_like, fill="empty")
 mark(np.full, np.full_like, fill="argument")
 mark(np.zeros_like, np.ones_like, np.empty_like, np.full_like, like=True)
+mark(np.copy, np.cumsum, np.cumprod, np.sort, np.diff, np.roll, np.tile, np.linalg.norm, np.zeros_like,
+     np.ones_like, np.empty_like, np.full_like, same_dtype=True)  # passes/float32.py: float32 stays float32
 # array methods: resolve writes ``x.sum()`` as ``np.sum(x)``
 for _fn, _method in ((np.sum, "sum"), (np.mean, "mean"), (np.prod, "prod"), (np.max, "max"), (np.min, "min"),
                      (np.cumsum, "cumsum"), (np.dot, "dot"), (np.reshape, "reshape"), (np.ravel, "ravel"),

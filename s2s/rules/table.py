@@ -53,6 +53,7 @@ class Rule:
     stacks: bool = False  # the forward rule holds as written for tangents with a leading axis of directions
     fill: str | None = None  # a new array of "0", "1", "argument" (np.full's value), "basis" vectors, or "empty"
     like: bool = False  # the result has the shape of the first argument (``np.zeros_like``)
+    same_dtype: bool = False  # the result has the first argument's float dtype (``np.copy``, ``np.cumsum``)
     shaped_as: str | None = None  # the parameter whose shape the result has (``rt.unbroadcast(g, like)``: ``like``)
     passes_through: bool = False  # the first argument's values, only broadcast or summed to the second's shape
     vector: str | None = None  # the runtime's SIMD kernel for it (``rt.vm.exp``), called on arrays and in element loops
