@@ -9,8 +9,11 @@ the variables' types (``fn.s2s_types``) make one operand of arithmetic, or
 an argument of an element-wise call, float32 and another a number literal,
 the literal becomes ``np.float32(c)``. An operand is float32 when every
 name in it is (float32 arrays and numbers, their elements and views) but
-for literals; a name the types do not know (bound by a later pass) has the
-kind of the value it is first bound to. In the arithmetic that makes a
+for literals; so is a reduction or a product of float32 values
+(``np.sum(x)``, ``x @ w``), a copy or cumulative sum of one (the rules'
+``same_dtype``), and a call whose ``dtype`` argument is ``np.float32``
+(``x.astype(np.float32)``). A name the types do not know (bound by a later
+pass) has the kind of the value it is first bound to. In the arithmetic that makes a
 variable typed float32 (``g = rt.unreduce(...) * 1.5``), a literal is
 float32 where the other operand is not float64 (the operands of calls and
 subscripts are left alone). An integer exponent (``x ** 2``) stays an
@@ -224,8 +227,10 @@ def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
     values that are float32 for certain become float32 constants bound at the top (``_f32 = np.float32(0.5)``),
     so that Numba types ``x * 0.5`` of a float32 ``x`` float32, as NumPy 2 does, and ``(x * 0.5) @ w`` compiles.
 
-    A variable is float32 for certain when every value bound to it is (a loop's ``s = 0.0`` is a Python
-    float, float64 in Numba: ``s`` is not, and its literals stay as written, in full precision).
+    A variable is float32 for certain when every value bound to it is, taking the names that are as float32
+    (the greatest fixed point: ``y = x * 0.5`` then ``y += 1.0`` is, and both literals are float32). A loop's
+    ``s = 0.0`` is a Python float, float64 in Numba: ``s`` is not, and its literals stay as written, in full
+    precision. It runs where an argument is float32 or the function names ``np.float32``.
 
         >>> from numba.core import types
         >>> from s2s.astutil import to_source
