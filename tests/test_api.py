@@ -493,3 +493,22 @@ def test_float32_updated_in_place_by_a_number(target):
     np.testing.assert_allclose(g, expected, rtol=1e-4, atol=1e-4)
     for jac in (s2s.jacfwd, s2s.jacrev):
         np.testing.assert_allclose(jac(shifted_in_place, target=target)(x), expected, rtol=1e-4, atol=1e-4)
+
+
+def signed_squares(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            s += x[i] ** 2
+        else:
+            s -= x[i]
+    return s
+
+
+def test_a_float32_hessian_through_s2s_own_casts():
+    """The gradient's code of a float32 loop starts a taped element as `np.float32(0.0)`, which the Hessian
+    then differentiates: "no forward rule for np.float32" (a probe found it). Analytic: 2 where x > 0."""
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    h = s2s.hessian(signed_squares, target="python")(x)
+    assert h.dtype == np.float32
+    np.testing.assert_array_equal(h, np.diag([2.0, 0.0, 2.0]))

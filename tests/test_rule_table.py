@@ -249,6 +249,7 @@ case(builtins.abs, "abs({x})", "scalar", x=away(0.3, 2.0))
 case(builtins.max, "max({x}, {y})", "scalar", x=uniform(1.5, 2.0), y=uniform(0.0, 1.0))
 case(builtins.min, "min({x}, {y})", "scalar", x=uniform(1.5, 2.0), y=uniform(0.0, 1.0))
 case(builtins.float, "float({x})", "scalar", x=_S)
+case(np.float64, "np.float64({x})", "scalar", x=_S)
 case(builtins.pow, "pow({x}, {y})", "scalar", x=_POS, y=_S)
 
 # ------------------------------------------------------------------ no derivative: compile in a gradient, add nothing
@@ -378,6 +379,7 @@ for _fn in (rt.keep_tape, rt.copy_tape):
 for _fn in (rt.basis, rt.basis_row, rt.unit_cotangent, rt.batch_like, rt.contract, rt.jacobian, rt.jacobian_rows,
             rt.jacobian_block, rt.column_buffer, rt.jacobian_column):
     COVERED_ELSEWHERE[_fn] = "Jacobian assembly of jacfwd/jacrev: tests/test_higher_order.py and test_api.py"
+COVERED_ELSEWHERE[np.float32] = "a cast to float32 (differences cannot see it): tests/test_api.py, float32 Hessians"
 for _fn in (rt.basis_row_into, rt.column_slot):
     COVERED_ELSEWHERE[_fn] = "a sweep's arrays made once (s2s/passes/scratch.py): tests/test_row_sweeps.py"
 for _fn in (rt.unit_cotangents, rt.direction_zeros, rt.directions_per_sweep, rt.rows_like):

@@ -29,8 +29,9 @@ def _as_is(*fns) -> None:
         mark(fn, device=f"{rule.name}({', '.join(rule.params)})")
 
 
-# NumPy's scalar functions that numba.cuda compiles, and the casts (no derivative: on an active path an error)
-deffacts("x", np.float64, np.float32, np.int64, np.int32, np.bool_)
+# NumPy's scalar functions that numba.cuda compiles, and the casts (to integers and booleans no derivative: on an
+# active path an error; to floats, numpy_rules)
+deffacts("x", np.int64, np.int32, np.bool_)
 _as_is(np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2, np.sinh, np.cosh, np.tanh, np.arcsinh,
        np.arccosh, np.arctanh, np.log, np.log2, np.log10, np.hypot, np.maximum, np.minimum, np.deg2rad, np.rad2deg,
        np.float64, np.float32, np.int64, np.int32, np.bool_)

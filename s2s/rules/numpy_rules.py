@@ -175,6 +175,8 @@ defrule(np.array, "object, dtype=None", nondiff=("dtype",), sequences=("object",
         jvp="rt.array(object_dot)", vjp="rt.array_vjp(z_adj, object)")  # a copy, also of one array
 defrule(np.copy, "a", fresh=True, jvp="np.copy(a_dot)", vjp="z_adj")  # also `x.copy()`
 defrule(np.real, "val", view=True, jvp="np.real(val_dot)", vjp="z_adj")  # also `x.real`: x itself
+for _fn in (np.float64, np.float32):  # a number cast (s2s writes `np.float32(c)` beside float32 values)
+    defrule(_fn, "x", jvp=f"np.{_fn.__name__}(x_dot)", vjp="z_adj")
 defrule(np.asarray, "a, dtype=None", nondiff=("dtype",), view=True, jvp="np.asarray(a_dot)", vjp="z_adj")
 defrule(np.ascontiguousarray, "a", view=True, jvp="np.ascontiguousarray(a_dot)", vjp="z_adj")
 defrule(np.take, "a, indices, axis=None", nondiff=("indices", "axis"), jvp="np.take(a_dot, indices, axis)",
