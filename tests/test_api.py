@@ -512,3 +512,36 @@ def test_a_float32_hessian_through_s2s_own_casts():
     h = s2s.hessian(signed_squares, target="python")(x)
     assert h.dtype == np.float32
     np.testing.assert_array_equal(h, np.diag([2.0, 0.0, 2.0]))
+
+
+def promoted(x):
+    z = x.astype(int) * 1.0  # the user's `* 1.0` makes the integers floats
+    z += 0.25
+    return z
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_an_integer_array_times_one_is_a_float_array(target):
+    """Simplification dropped `* 1.0` (generated code's `1.0 * e` is `e`), so `x.astype(int) * 1.0 + 0.25`
+    stayed an integer array: [0, 1, -1, 3] for NumPy's [0.25, 1.25, -1.75, 3.25] (a probe found it)."""
+    x = np.array([0.3, 1.7, -2.6, 3.55])
+    got = s2s.jit(promoted, target=target)(x)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, [0.25, 1.25, -1.75, 3.25])
+
+
+def offset_float32_sum(x):
+    y = x.astype(np.float32)
+    s = 16777216.0  # 2 ** 24: beside float32 values a float32, where 0.3 is lost
+    for i in range(y.shape[0]):
+        s += y[i]
+    return s - 16777216.0
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_number_that_starts_a_float32_sum_is_float32(target):
+    """In NumPy 2, `s = 16777216.0` then `s += y[i]` of float32 elements is float32 from the first sum; compiled,
+    `s` stayed float64 and the result was 2.95 (a Python float) for NumPy's np.float32(2.0)."""
+    x = np.array([0.3, 1.7, -2.6, 3.55])
+    got = s2s.jit(offset_float32_sum, target=target)(x)
+    assert type(got) is np.float32 and got == offset_float32_sum(x) == 2.0

@@ -183,6 +183,8 @@ class _Literals(gast.NodeTransformer):
             return node  # typed float64, or returned and not typed float32: it keeps the type it was typed with
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(target, gast.Name) and self.kinds.get(target.id) == _F32:
+            if _literal(node.value):  # `s = 0.0` of a float32 sum: a number beside float32 values
+                node.value = self.make(node.value)
             self._spine(node.value)
         return node
 
@@ -227,10 +229,11 @@ def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
     values that are float32 for certain become float32 constants bound at the top (``_f32 = np.float32(0.5)``),
     so that Numba types ``x * 0.5`` of a float32 ``x`` float32, as NumPy 2 does, and ``(x * 0.5) @ w`` compiles.
 
-    A variable is float32 for certain when every value bound to it is, taking the names that are as float32
-    (the greatest fixed point: ``y = x * 0.5`` then ``y += 1.0`` is, and both literals are float32). A loop's
-    ``s = 0.0`` is a Python float, float64 in Numba: ``s`` is not, and its literals stay as written, in full
-    precision. It runs where an argument is float32 or the function names ``np.float32``.
+    A variable is float32 for certain when every value bound to it is float32 or a number, and one is
+    float32, taking the names that are as float32 (the greatest fixed point: ``y = x * 0.5`` then
+    ``y += 1.0`` is, and both literals are float32). A loop's ``s = 0.0`` then ``s += y[i]`` of float32
+    elements is float32 from the first sum in NumPy 2 (the number is weak): here ``s`` starts as
+    ``np.float32(0.0)``. It runs where an argument is float32 or the function names ``np.float32``.
 
         >>> from numba.core import types
         >>> from s2s.astutil import to_source
@@ -264,12 +267,25 @@ def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
     # certain (`y = x * 0.5` then `y = y + 1.0` is, and so is its second literal; one name left out made the
     # two types of `y` differ, and typing refused it)
     maybe = {v for v in bindings if v not in kinds and (v not in fixed or fixed[v] == _F32)}
+    # with a float32 value, the others taken as numbers (weak, as a Python float `s = 0.0` is in `s + y[i]`):
+    # `top = 0` then `top = top + 1` has none, and stays an integer
+    grounded: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        known = {**kinds, **dict.fromkeys(maybe, _LITERAL), **dict.fromkeys(grounded, _F32)}
+        for v in maybe - grounded:
+            if any(value is not None and _kind(value, known) == _F32 for value in bindings[v]):
+                grounded.add(v)
+                changed = True
+    maybe &= grounded
     kinds.update(dict.fromkeys(maybe, _F32))
     changed = True
     while changed:
         changed = False
         for v in list(maybe):
-            if not all(value is not None and _kind(value, kinds) == _F32 for value in bindings[v]):
+            found = [None if value is None else _kind(value, kinds) for value in bindings[v]]
+            if _F32 not in found or not all(k in (_F32, _LITERAL) for k in found):
                 maybe.discard(v)
                 del kinds[v]
                 changed = True

@@ -315,6 +315,15 @@ class _Resolver(gast.NodeTransformer):
     def _is_jvp(maker) -> bool:
         return getattr(maker, "__module__", None) == "s2s.api" and getattr(maker, "__name__", None) == "jvp"
 
+    def visit_BinOp(self, node):
+        """The user's ``e * 1.0`` stays (simplify drops generated ones): it makes an integer ``e`` a float."""
+        self.generic_visit(node)
+        if isinstance(node.op, gast.Mult):
+            for v in (node.left, node.right):
+                if isinstance(v, gast.Constant) and type(v.value) is float and v.value == 1.0:
+                    v.s2s_promotes = True  # the literal: passes make new operations, and keep their operands
+        return node
+
     def visit_Subscript(self, node):
         """``s2s.jvp(f, ...)[1]``: a call of the jvp that computes only the tangent (no work for the value)."""
         call_ = node.value

@@ -97,7 +97,9 @@ _BOOLEAN = (gast.Compare, gast.BoolOp)
 
 
 def _is_one(node) -> bool:
-    return isinstance(node, gast.Constant) and type(node.value) is float and node.value == 1.0
+    """A literal 1.0 that multiplies away: not the user's (``e * 1.0`` makes an integer ``e`` a float)."""
+    return isinstance(node, gast.Constant) and type(node.value) is float and node.value == 1.0 \
+        and not getattr(node, "s2s_promotes", False)
 
 
 # the generated functions known to write into no array, for the simplify call running in this thread
