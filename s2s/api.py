@@ -327,13 +327,18 @@ class Transformed(Specialised):
 
         if self.transform == "grad":
             return lambda out, args: derivatives(out)
+        if self._float32_result(args):
+            return lambda out, args: (np.float32(out[0]), derivatives(out[1]))
         return lambda out, args: (out[0], derivatives(out[1]))
 
     def _float32_result(self, values) -> bool:
         """Whether the compiled entry for ``values`` returns a float32 number (which Numba gives Python as a
-        float: NumPy's own result is an ``np.float32``)."""
+        float: NumPy's own result is an ``np.float32``); of ``value_and_grad``, its value."""
         signatures = getattr(self.entry(values).function, "nopython_signatures", None)
-        return bool(signatures) and signatures[-1].return_type == nbtypes.float32
+        returned = signatures[-1].return_type if signatures else None
+        if self.transform == "value_and_grad" and isinstance(returned, nbtypes.BaseTuple):
+            returned = returned.types[0]
+        return returned == nbtypes.float32
 
     def _outputs(self, out, values):
         if self.transform == "jit":  # jit of a transform returns what the transform returns (its containers)
@@ -367,6 +372,8 @@ class Transformed(Specialised):
             return tree_unflatten(inner_tree, [derivatives(o) for o in out])
         if self.transform == "value_and_grad":
             primal, gs = out
+            if type(primal) is float and self._float32_result(values):
+                primal = np.float32(primal)
             return primal, derivatives(gs)
         if self.transform in ("jacfwd", "jacrev"):
             jac = out[0] if self.has_aux else out

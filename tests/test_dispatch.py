@@ -98,3 +98,10 @@ def test_a_float32_result_is_numpys_float32_on_both_paths(monkeypatch):
     again = f(x * np.float32(2.0))
     assert type(first) is np.float32 and first == float32_total(x)
     assert type(again) is np.float32 and again == float32_total(x * np.float32(2.0))
+    monkeypatch.undo()
+    both = s2s.value_and_grad(float32_total)  # and value_and_grad's value (a probe found it a float)
+    first = both(x)
+    monkeypatch.setattr(Transformed, "arguments", lambda *a, **k: pytest.fail("the slow path ran"))
+    again = both(x * np.float32(2.0))
+    for (value, g), at in ((first, x), (again, x * np.float32(2.0))):
+        assert type(value) is np.float32 and value == float32_total(at) and g.dtype == np.float32
