@@ -109,9 +109,7 @@ def _diff_edge_nb(value, a, axis):
     return lambda value, a, axis: np.full(_shape_one(a.shape, _norm_axis(axis, a.ndim)), value)
 
 
-# ------------------------------------------------------------------ cumprod (along an axis, or of the flattened array)
-# Each helper runs the product's recurrence along every line of ``_v3(a, axis)``, so none divides by ``a``
-# (zeros allowed). The tangents and the adjoint are shaped like np.cumprod's result, or like ``a``.
+# ------------------------------------------------------------------ cumsum
 def cumsum(a, axis=None):
     """``np.cumsum(a, axis)``; of one number, an array of it also in compiled code (Numba's gives the number).
 
@@ -130,6 +128,9 @@ def _cumsum_nb(a, axis=None):
     return lambda a, axis=None: np.cumsum(a, axis=axis)
 
 
+# ------------------------------------------------------------------ cumprod (along an axis, or of the flattened array)
+# Each helper runs the product's recurrence along every line of ``_v3(a, axis)``, so none divides by ``a``
+# (zeros allowed). The tangents and the adjoint are shaped like np.cumprod's result, or like ``a``.
 def cumprod(a, axis=None):
     """``np.cumprod(a, axis)``, the axis also in compiled code (Numba's takes none).
 

@@ -1198,6 +1198,14 @@ def cast_and_written(x):
     return np.sum(y * x) + np.sum(z * np.sin(x)) + np.sum(x.astype(int) * x)
 
 
+def half_precision(x):
+    return x.astype(np.float16)
+
+
+def half_precision_named(x):
+    return np.asarray(x, "float16")
+
+
 @targets
 def test_astype_copies_and_casts_as_numpy_does(target):
     """``x.astype(t)`` is a copy in ``t`` (``np.array(x, t)``); ``float``, ``int`` and strings name dtypes.
@@ -1207,6 +1215,9 @@ def test_astype_copies_and_casts_as_numpy_does(target):
     assert_grads(cast_and_written, (x,), target=target, rtol=1e-6)
     np.testing.assert_allclose(s2s.jacfwd(cast_and_written, target=target)(x),
                                numerical_grad(cast_and_written, (x,), 0), rtol=1e-6)
+    for half in (half_precision, half_precision_named):  # no Numba type: a located error, not Numba's own
+        with pytest.raises(s2s.errors.UnsupportedError, match="the dtype float16"):
+            s2s.jit(half, target=target)(x)
     # to float32 and back: the cast's derivative is 1, its values rounded (too finely for differences)
     rounded = s2s.grad(lambda v: np.sum(v.astype(np.float32) * v), target=target)(x)
     np.testing.assert_allclose(rounded, x.astype(np.float32) + x, rtol=1e-7)

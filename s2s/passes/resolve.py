@@ -281,7 +281,8 @@ class _Resolver(gast.NodeTransformer):
             dtype = np.dtype(node.value)
         except TypeError:
             raise self._unsupported(f"the dtype {node.value!r}") from None
-        if dtype.kind not in "biufc":
+        if dtype.kind not in "biufc" or dtype.kind in "fc" and dtype.itemsize not in (4, 8, 16) \
+                or dtype == np.longdouble:
             raise self._unsupported(f"the dtype {dtype}")
         return located(dotted(f"np.{dtype.type.__name__}"), node)
 
@@ -534,6 +535,8 @@ class _Resolver(gast.NodeTransformer):
                 raise self._unsupported(f"the global array `{label}` of dtype {obj.dtype}")
             return name(self.program.constant(obj, label.split(".")[-1]))
         if isinstance(obj, type) and issubclass(obj, np.generic):
+            if obj in (np.float16, np.longdouble, np.clongdouble):  # no Numba type
+                raise self._unsupported(f"the dtype {obj.__name__}")
             return dotted(f"np.{obj.__name__}")
         if obj in (float, int, bool, complex):  # a dtype (`dtype=float`): NumPy's type of its values
             return dotted(f"np.{np.dtype(obj).type.__name__}")
