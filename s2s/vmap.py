@@ -30,7 +30,7 @@ from .backend import compile_quietly, load
 from .batching import calls_function, extend, into_variant, loop_function
 from .cache import default_cache, module_key
 from .entries import Entry, Specialised, entry_key, is_device_array, leaf_key
-from .errors import InputError
+from .errors import InputError, S2SError
 from .generated import ERROR_MODEL, Module
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -104,8 +104,13 @@ class Vmapped(Specialised):
         batch = sizes.pop()
         if batch == 0:
             raise InputError("vmap got a batch of size 0")
-        entry = self.entry(values, batch_axes=axes)
-        out = entry.function(*leaves)
+        try:
+            entry = self.entry(values, batch_axes=axes)
+            out = entry.function(*leaves)
+        except S2SError:
+            raise
+        except Exception as exc:  # a raw error of an example's values (an index out of range)
+            raise self._explain(exc, leaves, axes, structures, batch) from exc
         on_device = any(is_device_array(o) for o in (out if isinstance(out, tuple) else (out,)))
         template, example = entry.example
         if any(isinstance(o, tuple) for o in (template if isinstance(template, tuple) else ())):
@@ -117,6 +122,20 @@ class Vmapped(Specialised):
                 template if isinstance(template, tuple) else ())):
             self._add_device_path(args, entry)
         return out
+
+    def _explain(self, exc: Exception, leaves, axes, structures, batch: int) -> Exception:
+        """The error of the first example that fails alone, as its transform explains it (the argument and
+        the line, found by running the function in Python), else ``exc``."""
+        for k in range(batch):
+            example = _example(leaves, axes, structures, k)
+            try:
+                self.inner(*example)
+            except S2SError as error:
+                return InputError(f"example {k} of the batch: {error.message}", error.filename, error.lineno,
+                                  error.line)
+            except Exception:
+                return exc
+        return exc
 
     def _add_device_path(self, args: tuple, entry: Entry) -> None:
         """Let later calls with device arrays of these shapes and dtypes (and numbers) go straight to the
@@ -228,12 +247,12 @@ class Vmapped(Specialised):
         return self.entry(tuple(check(v, f"arg{k}", k) for k, v in enumerate(args))).module.source
 
 
-def _pick(leaf, axis):
-    """Example 0 of a leaf (from a device array: that example, or a shared array, copied to the host)."""
+def _pick(leaf, axis, k: int = 0):
+    """Example ``k`` of a leaf (from a device array: that example, or a shared array, copied to the host)."""
     if is_device_array(leaf):
-        part = leaf if axis is None else leaf[(slice(None),) * axis + (0,)]
+        part = leaf if axis is None else leaf[(slice(None),) * axis + (k,)]
         return part.copy_to_host() if is_device_array(part) else part
-    return leaf if axis is None else np.take(leaf, 0, axis=axis)
+    return leaf if axis is None else np.take(leaf, k, axis=axis)
 
 
 def _without_vector_math(inner):
@@ -330,9 +349,9 @@ def _example_shape(leaf, axis: int | None) -> tuple:
     return shape if axis is None else shape[:axis] + shape[axis + 1:]
 
 
-def _example(leaves, axes, structures) -> tuple:
-    """The arguments of the first example, rebuilt into their containers."""
-    picked = [_pick(leaf, a) for leaf, a in zip(leaves, axes)]
+def _example(leaves, axes, structures, k: int = 0) -> tuple:
+    """The arguments of example ``k``, rebuilt into their containers."""
+    picked = [_pick(leaf, a, k) for leaf, a in zip(leaves, axes)]
     picked = [p[()] if isinstance(p, np.ndarray) and p.ndim == 0 else p for p in picked]
     out, it = [], iter(picked)
     for treedef in structures:

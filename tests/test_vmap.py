@@ -6,7 +6,7 @@ NumPy results, exact formulas or central finite differences.
 
 import numpy as np
 import pytest
-from conftest import fd_jacobian
+from conftest import fd_jacobian, line_of
 
 import s2s
 from s2s.check import numerical_grad
@@ -286,3 +286,19 @@ def test_vmap_of_a_python_target_gradient_loops_in_python():
 def test_vmap_in_parallel_of_a_python_target_gradient_is_an_error():
     with pytest.raises(InputError, match="target='python'"):
         s2s.vmap(s2s.grad(loss, target="python"), target="parallel")
+
+
+def first_column_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i, 0] * 2.0  # <- no column 0
+    return s
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_an_example_that_fails_is_explained_as_the_other_transforms_do(target):
+    """A batch whose examples index past their arrays raised a bare IndexError from the batched loop (a probe
+    found it); the first failing example is now run alone, and its error names the argument and the line."""
+    with pytest.raises(InputError, match=r"example 0 of the batch: .*IndexError.*`x` has shape \(3, 0\)") as info:
+        s2s.vmap(first_column_sum, target=target)(np.ones((4, 3, 0)))
+    assert info.value.lineno == line_of(first_column_sum, "<- no column 0")
