@@ -103,7 +103,7 @@ class Vmapped(Specialised):
             raise InputError(f"vmap got batched arguments of different sizes {sorted(sizes)}")
         batch = sizes.pop()
         if batch == 0:
-            raise InputError("vmap got a batch of size 0")
+            return self._no_examples(leaves, axes, structures)
         try:
             entry = self.entry(values, batch_axes=axes)
             out = entry.function(*leaves)
@@ -122,6 +122,16 @@ class Vmapped(Specialised):
                 template if isinstance(template, tuple) else ())):
             self._add_device_path(args, entry)
         return out
+
+    def _no_examples(self, leaves, axes, structures):
+        """A batch of size 0 gives, as in JAX, outputs of one example's shapes with a batch axis of length 0:
+        the shapes and dtypes of the outputs for an example of zeros."""
+        if self.out_axes != 0 or self.target == "cuda" or any(is_device_array(leaf) for leaf in leaves):
+            raise InputError("vmap got a batch of size 0 (an empty batch is returned for out_axes=0 on the host)")
+        zeros = [leaf if a is None else np.zeros(_example_shape(leaf, a), np.asarray(leaf).dtype)
+                 for leaf, a in zip(leaves, axes)]
+        outputs, treedef = tree_flatten(self.inner(*_example(zeros, [None] * len(zeros), structures)))
+        return tree_unflatten(treedef, [np.empty((0,) + np.shape(o), np.asarray(o).dtype) for o in outputs])
 
     def _explain(self, exc: Exception, leaves, axes, structures, batch: int) -> Exception:
         """The error of the first example that fails alone, as its transform explains it (the argument and

@@ -302,3 +302,25 @@ def test_an_example_that_fails_is_explained_as_the_other_transforms_do(target):
     with pytest.raises(InputError, match=r"example 0 of the batch: .*IndexError.*`x` has shape \(3, 0\)") as info:
         s2s.vmap(first_column_sum, target=target)(np.ones((4, 3, 0)))
     assert info.value.lineno == line_of(first_column_sum, "<- no column 0")
+
+
+def layer_and_total(x, w):
+    return np.tanh(w @ x), np.sum(x)
+
+
+def sine_weighted(x):
+    return np.sum(np.sin(x) * x)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_batch_of_no_examples_gives_empty_outputs(target):
+    """As in JAX, a batch of size 0 gives each output with a batch axis of length 0 (it was an InputError):
+    the shapes and dtypes are those of one example's outputs."""
+    w = np.ones((2, 3))
+    rows, totals = s2s.vmap(layer_and_total, in_axes=(0, None), target=target)(np.ones((0, 3)), w)
+    assert rows.shape == (0, 2) and totals.shape == (0,) and rows.dtype == np.float64
+    assert s2s.vmap(s2s.grad(sine_weighted), target=target)(np.ones((0, 4))).shape == (0, 4)
+    assert s2s.vmap(sine_weighted, target=target)(np.ones((0, 4), np.float32)).dtype == np.float32
+    x = np.linspace(0.1, 1.0, 8).reshape(2, 4)  # and with examples: each example's gradient
+    np.testing.assert_allclose(s2s.vmap(s2s.grad(sine_weighted), target=target)(x),
+                               np.sin(x) + x * np.cos(x), rtol=1e-12)
