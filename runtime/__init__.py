@@ -33,7 +33,6 @@ from .broadcast import (
     jacobian_block,
     jacobian_column,
     jacobian_rows,
-    matmul,
     reduced_count,
     reserve,
     reversed_range,
@@ -50,11 +49,14 @@ from .einsum import einsum, einsum_vjp_a, einsum_vjp_b
 from .heap import empty, zeros
 from .indexing import group_sum, index_at, index_length, last_write, take_along_axis_vjp, take_vjp
 from .linalg import (
+    aligned,
+    dot,
     dot_vjp_a,
     dot_vjp_b,
     inner,
     inner_vjp_a,
     inner_vjp_b,
+    matmul,
     matvec,
     outer_vjp_a,
     outer_vjp_b,
@@ -180,6 +182,7 @@ __all__ = [
     "column_slot",
     "clip_inside",
     "clip_jvp",
+    "aligned",
     "contract",
     "copy_tape",
     "cumprod",
@@ -194,6 +197,7 @@ __all__ = [
     "diff_vjp",
     "direction_zeros",
     "directions_per_sweep",
+    "dot",
     "dot_vjp_a",
     "dot_vjp_b",
     "eigh_f",

@@ -31,7 +31,7 @@ from .reductions import _sum_loop, _v3, extremum_vjp_along, spread_along
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "jacobian_block", "column_buffer", "jacobian_column", "batch_like",
-           "rows_like", "flat", "assign_into", "contract", "matmul", "select", "unit_cotangent", "jacobian_rows",
+           "rows_like", "flat", "assign_into", "contract", "select", "unit_cotangent", "jacobian_rows",
            "cast"]
 
 
@@ -692,16 +692,6 @@ def _contract_nb(g, jacobian):
         return (np.ascontiguousarray(g).reshape(g.size) @ flat).reshape(rest)
 
     return impl
-
-
-@register_jitable
-def matmul(x1, x2):
-    """``np.matmul`` (Numba spells it only as the ``@`` operator).
-
-    >>> matmul(np.eye(2), np.array([1.0, 2.0]))
-    array([1., 2.])
-    """
-    return x1 @ x2
 
 
 def select(condition, a, b):

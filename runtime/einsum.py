@@ -5,13 +5,16 @@ code) becomes a loop nest written out as source, once per string: the
 output's letters outermost, the summed letters inside, one multiply-add in
 the body. The adjoint of an operand is the same kind of loop nest, with the
 result's adjoint as a factor and the operand's subscripts as the output,
-so a repeated letter (``ii->i``) writes the diagonal only:
+so a repeated letter (``ii->i``) writes the diagonal only. Axes of one
+letter must have one length, as NumPy requires:
 
     >>> import numpy as np
     >>> print(loop_source(["ij", "jk"], "ik", ["a", "b"], "out_shape"))
     def _einsum(a, b, out_shape, dt):
         n_i = a.shape[0]
         n_j = a.shape[1]
+        if b.shape[0] != n_j:
+            raise ValueError('einsum: the axes of letter j differ in length')
         n_k = b.shape[1]
         out = np.zeros(out_shape, dt)
         for k_i in range(n_i):
@@ -78,6 +81,9 @@ def loop_source(terms: list[str], target: str, names: list[str], shape: str, siz
             if c not in known:
                 known[c] = f"{array}.shape[{d}]"
                 lines.append(f"    n_{c} = {array}.shape[{d}]")
+            else:  # NumPy's ValueError: the loops would read past the shorter axis
+                lines.append(f"    if {array}.shape[{d}] != n_{c}:\n"
+                             f"        raise ValueError('einsum: the axes of letter {c} differ in length')")
     params = list(dict.fromkeys(names + [a for a, _ in sizes]))
     lines.insert(0, f"def _einsum({', '.join(params)}, {shape}, dt):")
     order = list(dict.fromkeys(target + "".join(terms)))

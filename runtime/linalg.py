@@ -30,8 +30,8 @@ from .helper_cache import overload, register_jitable
 from .reductions import _float_dtype, _float_of
 from .shapes import reshape_like
 
-__all__ = ["inner", "dot_vjp_a", "dot_vjp_b", "outer_vjp_a", "outer_vjp_b", "inner_vjp_a", "inner_vjp_b",
-           "matvec", "solve_vjp_a", "solve_vjp_b"]
+__all__ = ["aligned", "dot", "matmul", "inner", "dot_vjp_a", "dot_vjp_b", "outer_vjp_a", "outer_vjp_b", "inner_vjp_a",
+           "inner_vjp_b", "matvec", "solve_vjp_a", "solve_vjp_b"]
 
 
 # ------------------------------------------------------------------ building blocks
@@ -202,12 +202,64 @@ def _inner_vjp_b_nb(g, a, b):
 
 
 # ------------------------------------------------------------------ dot and matmul
+@register_jitable
+def aligned(a, b):
+    """Raise ValueError, as NumPy does, unless the arrays ``a`` and ``b`` can be multiplied (``a @ b``).
+
+    The last axis of ``a`` must be as long as the second-to-last of ``b`` (its
+    only one if ``b`` is 1-D). Numba's ``@`` and ``np.dot`` skip this test
+    when that axis of ``a`` is empty, and an adjoint that needs no primal
+    value (``g * b`` for ``np.dot(a, b)`` of vectors) would skip it too.
+
+    >>> aligned(np.ones((2, 3)), np.ones(4))
+    Traceback (most recent call last):
+    ValueError: shapes not aligned: a product's first operand has a last axis of another length than its second's
+    """
+    if a.shape[-1] != b.shape[max(b.ndim - 2, 0)]:
+        raise ValueError("shapes not aligned: a product's first operand has a last axis of another length than its "
+                         "second's")
+
+
+def dot(a, b):
+    """``np.dot(a, b)`` with its operands' sizes checked (Numba's ``np.dot`` skips an empty inner axis).
+
+    >>> dot(np.ones((2, 0)), np.ones((3, 2)))
+    Traceback (most recent call last):
+    ValueError: shapes (2,0) and (3,2) not aligned: 0 (dim 1) != 3 (dim 0)
+    """
+    return np.dot(a, b)
+
+
+@overload(dot)
+def _dot_nb(a, b):
+    if not _is_array(a) or not _is_array(b):
+        return lambda a, b: np.dot(a, b)
+
+    def impl(a, b):
+        aligned(a, b)
+        return np.dot(a, b)
+
+    return impl
+
+
+@register_jitable
+def matmul(x1, x2):
+    """``np.matmul`` or ``x1 @ x2`` with the operands' sizes checked (Numba's ``@`` skips an empty inner axis).
+
+    >>> matmul(np.eye(2), np.array([1.0, 2.0]))
+    array([1., 2.])
+    """
+    aligned(x1, x2)
+    return x1 @ x2
+
+
 def dot_vjp_a(g, a, b):
     """Adjoint of ``a`` in ``np.dot(a, b)`` or ``a @ b`` given the adjoint ``g`` of the result.
 
     ``a`` and ``b`` may be scalars (``np.dot`` only), 1-D or 2-D; ``a`` may
     also be a stack of more axes when ``b`` is 1-D or 2-D (where ``dot`` and
-    ``matmul`` agree). Anything else raises NotImplementedError.
+    ``matmul`` agree). Anything else raises NotImplementedError. Arrays whose
+    sizes do not multiply raise ValueError (:func:`aligned`).
 
     >>> dot_vjp_a(np.ones((2, 2)), np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]]))
     array([[3., 7.],
@@ -220,6 +272,7 @@ def dot_vjp_a(g, a, b):
         return g * b
     if nb > 2:
         raise _unsupported("dot_vjp_a", a, b)
+    aligned(a, b)
     if na == 1:
         return g * b if nb == 1 else _mm(b, g)
     if nb == 1:
@@ -237,13 +290,23 @@ def _dot_vjp_a_nb(g, a, b):
         return lambda g, a, b: g * b
     if b.ndim > 2:
         raise _unsupported("dot_vjp_a", a, b)
-    if a.ndim == 1:
-        if b.ndim == 1:
-            return lambda g, a, b: g * b
-        return lambda g, a, b: _mm(b, g)
-    if b.ndim == 1:
-        return lambda g, a, b: _outer(_flat(g), b).reshape(a.shape)
-    return lambda g, a, b: _mm(_rows2(g), b.T).reshape(a.shape)
+    if a.ndim == 1 and b.ndim == 1:
+        def impl(g, a, b):
+            aligned(a, b)
+            return g * b
+    elif a.ndim == 1:
+        def impl(g, a, b):
+            aligned(a, b)
+            return _mm(b, g)
+    elif b.ndim == 1:
+        def impl(g, a, b):
+            aligned(a, b)
+            return _outer(_flat(g), b).reshape(a.shape)
+    else:
+        def impl(g, a, b):
+            aligned(a, b)
+            return _mm(_rows2(g), b.T).reshape(a.shape)
+    return impl
 
 
 def dot_vjp_b(g, a, b):
@@ -262,6 +325,7 @@ def dot_vjp_b(g, a, b):
         return np.sum(g * a)
     if nb > 2:
         raise _unsupported("dot_vjp_b", a, b)
+    aligned(a, b)
     if na == 1:
         return g * a if nb == 1 else _outer(a, g)
     if nb == 1:
@@ -277,13 +341,23 @@ def _dot_vjp_b_nb(g, a, b):
         return lambda g, a, b: np.sum(g * a)
     if b.ndim > 2:
         raise _unsupported("dot_vjp_b", a, b)
-    if a.ndim == 1:
-        if b.ndim == 1:
-            return lambda g, a, b: g * a
-        return lambda g, a, b: _outer(a, g)
-    if b.ndim == 1:
-        return lambda g, a, b: _mm(_flat(g), _rows2(a))
-    return lambda g, a, b: _mm(_rows2(a).T, _rows2(g))
+    if a.ndim == 1 and b.ndim == 1:
+        def impl(g, a, b):
+            aligned(a, b)
+            return g * a
+    elif a.ndim == 1:
+        def impl(g, a, b):
+            aligned(a, b)
+            return _outer(a, g)
+    elif b.ndim == 1:
+        def impl(g, a, b):
+            aligned(a, b)
+            return _mm(_flat(g), _rows2(a))
+    else:
+        def impl(g, a, b):
+            aligned(a, b)
+            return _mm(_rows2(a).T, _rows2(g))
+    return impl
 
 
 def matvec(m, v):

@@ -14,7 +14,8 @@ the source after every pass of every stage::
     reverse     simplify → fuse → tapes                        (a grad, vjp or jacrev entry)
     callee vjp  simplify → fuse → tapes                        (the vjp of a called function)
     forward     simplify → fuse (with broadcast rows)          (a jvp or jacfwd entry, a callee's jvp)
-    finish      integer powers → vector math → bounds → allocations   (every function of a compiled module)
+    finish      integer powers → float32 literals → vector math → bounds → products → allocations
+                                                                   (every function of a compiled module)
     then s2s.vmap batches a compiled entry (s2s.batching parses its module back into gast):
     batch       decide shape tests → into variant              (the per-example entry of a vmap)
     kernel      device function → device spellings            (each function a CUDA kernel reaches)
@@ -53,6 +54,7 @@ from .passes import (
     numpy_forms,
     outputs,
     params,
+    products,
     records,
     rename,
     resolve,
@@ -253,6 +255,7 @@ STAGES: dict[str, list[Pass]] = {
                Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
                     if ctx.vector_math else fn),
                Pass("bounds", lambda fn, ctx: bounds.check_bounds(fn) if ctx.check_bounds else fn),
+               Pass("products", lambda fn, ctx: products.products(fn)),
                Pass("allocations", lambda fn, ctx: allocations.allocations(fn) if ctx.huge_pages else fn)],
     "batch": [Pass("decide shape tests", into.decide_shape_tests), Pass("into variant", into.into_variant)],
     "kernel": [Pass("device function", device.device_function), Pass("device spellings", device.device_spellings)],

@@ -485,3 +485,52 @@ def test_an_argument_with_a_derivative_s2s_does_not_compute_is_refused(target):
     w = np.array([0.3, 1.2, -0.4, 0.8])  # np.bincount's weights have a rule: d/dw of the counts
     np.testing.assert_allclose(s2s.grad(bincount_weights, target=target)(w), [0.6, 1.6, 1.6, 1.6], rtol=1e-12)
     np.testing.assert_allclose(s2s.jacfwd(bincount_weights, target=target)(w), [0.6, 1.6, 1.6, 1.6], rtol=1e-12)
+
+
+# =========================================================================== products of unaligned operands
+
+
+def vector_dot(a, b):
+    return np.dot(a, b)  # <- dot
+
+
+def product_sum(a, b):
+    return np.sum(np.tanh(a @ b))  # <- matmul
+
+
+def einsum_sum(a, b):
+    return np.sum(np.einsum("ij,jk->ik", a, b) ** 2)  # <- einsum
+
+
+def diagonal_sum(a):
+    return np.sum(np.einsum("ii->i", a) ** 2)  # <- diagonal
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_product_of_operands_whose_sizes_differ_is_an_error(target):
+    """NumPy refuses a product whose inner sizes differ. Numba's ``@`` and ``np.dot`` gave zeros when the first
+    operand's last axis was empty, the gradient of ``np.dot`` of vectors (which needs no primal value) took
+    ``b``'s shape whatever ``a``'s, and einsum's loops read past the shorter axis: each a result without
+    an error. Each is now an InputError at the user's line; aligned operands still give the right values."""
+    cases = [(s2s.grad(vector_dot, target=target), (np.ones(2), np.arange(3.0)), vector_dot, "dot"),
+             (s2s.grad(vector_dot, argnums=1, target=target), (np.ones(0), np.arange(3.0)), vector_dot, "dot"),
+             (s2s.jit(product_sum, target=target), (np.ones((3, 0)), np.ones((3, 2))), product_sum, "matmul"),
+             (s2s.grad(product_sum, target=target), (np.ones(0), np.ones((3, 2))), product_sum, "matmul"),
+             (s2s.grad(product_sum, argnums=1, target=target), (np.ones((2, 0)), np.ones(3)), product_sum,
+              "matmul"),
+             (s2s.jit(einsum_sum, target=target), (np.ones((2, 3)), np.ones((4, 2))), einsum_sum, "einsum"),
+             (s2s.grad(einsum_sum, target=target), (np.ones((2, 3)), np.ones((4, 2))), einsum_sum, "einsum"),
+             (s2s.grad(diagonal_sum, target=target), (np.ones((2, 3)),), diagonal_sum, "diagonal")]
+    for transformed, args, fn, marker in cases:
+        with pytest.raises(InputError, match="ValueError") as info:
+            transformed(*args)
+        assert_located(info.value, fn, line_of(fn, f"<- {marker}"))
+    a, b = np.array([0.5, -1.0, 2.0]), np.array([[0.3, -0.2], [0.1, 0.4], [-0.5, 0.2]])
+    np.testing.assert_allclose(s2s.grad(vector_dot, target=target)(a, b[:, 0]), b[:, 0], rtol=1e-12)
+    c = 1.0 - np.tanh(a @ b) ** 2  # d/da of sum(tanh(a @ b)), analytically
+    np.testing.assert_allclose(s2s.grad(product_sum, target=target)(a, b), b @ c, rtol=1e-12)
+    m = a[None, :] * np.ones((2, 1))
+    np.testing.assert_allclose(s2s.grad(einsum_sum, target=target)(m, b), 2.0 * (m @ b) @ b.T, rtol=1e-12)
+    np.testing.assert_allclose(s2s.grad(diagonal_sum, target=target)(np.diag(a)), np.diag(2.0 * a), rtol=1e-12)
+    if target == "cpu":
+        assert "rt.matmul(a, b)" in s2s.source(s2s.jit(product_sum), a, b)
