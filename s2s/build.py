@@ -345,6 +345,21 @@ def _over(loop, count: str) -> bool:
         and isinstance(loop.iter.args[0], gast.Name) and loop.iter.args[0].id == count
 
 
+def _check_bwd_returns(bwd: Function, name_: str, count: int) -> None:
+    """Refuse, at its line, a ``custom_vjp`` ``bwd`` that visibly returns no tuple of ``count`` cotangents
+    (``return g * 2.0``, or a tuple of another length); JAX refuses both too."""
+    for node in gast.walk(bwd.src.node):
+        if not isinstance(node, gast.Return):
+            continue
+        value = node.value
+        if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) != count:
+            raise bwd.src.error(InputError, f"the bwd rule of `{name_}` returns {len(value.elts)} cotangent(s), but "
+                                f"`{name_}` takes {count} arguments: bwd returns one per argument", node)
+        if value is None or isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Constant, gast.Compare)):
+            raise bwd.src.error(InputError, f"the bwd rule of `{name_}` returns one value, not a tuple: bwd "
+                                f"returns a tuple of one cotangent per argument (`(g * 2.0,)` for one)", node)
+
+
 def _float_scalars(typed: Typed, namer: Namer | None = None) -> set[str]:
     """The function's float scalar variables, and their adjoints (reverse mode) when ``namer`` is given."""
     scalars = {v for v, t in typed.typemap.items() if isinstance(t, types.Float)}
@@ -815,6 +830,7 @@ class _Generator:
         """``f_vjp(args, out_adj)``: the user's ``fwd`` for the residuals, then their ``bwd``."""
         params = callee.params
         fwd, bwd = self.program.rule_names[custom.fwd], self.program.rule_names[custom.bwd]
+        _check_bwd_returns(self.program.by_name[bwd], callee.src.name, len(params))
         seed = Namer(callee.namer.taken).fresh("out_adj")
         picked = ", ".join(f"_adjoints[{k}]" for k, m in enumerate(mask) if m)
         text = (f"def {vjp_name}({', '.join(params + [seed])}):\n"

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import functools
 
+from .errors import UnsupportedError
+from .rules import canonical_name
 from .rules import defrule as _defrule
 
 __all__ = ["custom_jvp", "custom_vjp", "defrule"]
@@ -47,7 +49,7 @@ class custom_jvp:  # noqa: N801  (JAX's name)
     """
 
     def __init__(self, fun):
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not a Numba function's `py_func`
         self.fun = fun
         self.jvp = None
 
@@ -68,7 +70,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
     """
 
     def __init__(self, fun):
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # not a Numba function's `py_func`
         self.fun = fun
         self.fwd = None
         self.bwd = None
@@ -87,8 +89,10 @@ USER_RULES: dict[str, str] = {}  # name → the templates the user registered; p
 def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple = ()) -> None:
     """Register derivative templates for a library function ``fn`` (one without Python source).
 
-    The function must be callable from Numba's nopython mode (a NumPy
-    function, or a Numba ``@njit``/``@vectorize`` function).
+    The function must be one generated code names: a NumPy, ``math`` or
+    builtin function. For a function of your own, a Numba ``@njit`` or
+    ``@vectorize`` one included, use :class:`custom_jvp` or :class:`custom_vjp`
+    (with ``@njit`` under them); ``defrule`` refuses it.
 
         >>> import numpy as np, s2s
         >>> s2s.defrule(np.sinc, "x", jvp="x_dot * (np.cos(np.pi * x) - z) / x",
@@ -96,5 +100,9 @@ def defrule(fn, params: str, *, jvp: str | None = None, vjp=None, nondiff: tuple
         >>> round(s2s.grad(np.sinc)(0.5), 6)
         -1.27324
     """
+    if canonical_name(fn) is None:
+        label = getattr(fn, "__name__", None) or type(fn).__name__
+        raise UnsupportedError(f"s2s.defrule of `{label}`, a function generated code cannot name",
+                               hint="decorate your own function with s2s.custom_jvp or s2s.custom_vjp instead")
     rule = _defrule(fn, params, jvp=jvp, vjp=vjp, nondiff=nondiff)
     USER_RULES[rule.name] = repr((params, jvp, vjp, tuple(nondiff)))

@@ -7,10 +7,12 @@ honoured in the mode it defines, the other mode differentiates the body,
 and higher orders differentiate the rule's code.
 """
 
+import inspect
 import os
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
@@ -265,6 +267,50 @@ def test_defrule_for_a_numpy_function_without_a_rule(monkeypatch):
                                rtol=1e-6, atol=1e-9)
 
 
+@numba.njit
+def numba_sin(x):
+    return np.sin(x)
+
+
+@numba.vectorize(["float64(float64)"])
+def numba_square(x):
+    return x * x
+
+
+sevenfold_vjp = s2s.custom_vjp(numba_sin)
+sevenfold_vjp.defvjp(lambda x: (np.sin(x), (x,)), lambda res, g: (7.0 * g,))
+sevenfold_jvp = s2s.custom_jvp(numba_sin)
+sevenfold_jvp.defjvp(lambda primals, tangents: (np.sin(primals[0]), 7.0 * tangents[0]))
+
+
+def sum_sevenfold_vjp(x):
+    return np.sum(sevenfold_vjp(x))
+
+
+def sum_sevenfold_jvp(x):
+    return np.sum(sevenfold_jvp(x))
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_custom_rule_of_a_numba_function_is_used(target):
+    """``custom_vjp``/``custom_jvp`` of an ``@njit`` function copied its ``py_func``, and s2s differentiated that
+    body: the rule was silently ignored. The rule's mode now uses the rule, the other mode the body."""
+    x = np.array([-1.0, 0.5, 2.0])
+    np.testing.assert_allclose(s2s.grad(sum_sevenfold_vjp, target=target)(x), 7.0 * np.ones(3), rtol=1e-12)
+    assert s2s.jvp(sum_sevenfold_vjp, (x,), (np.ones(3),), target=target)[1] == pytest.approx(np.sum(np.cos(x)))
+    assert s2s.jvp(sum_sevenfold_jvp, (x,), (np.ones(3),), target=target)[1] == pytest.approx(21.0)
+    np.testing.assert_allclose(s2s.grad(sum_sevenfold_jvp, target=target)(x), np.cos(x), rtol=1e-12)
+
+
+def test_defrule_refuses_a_function_generated_code_cannot_name():
+    """``defrule`` of an ``@njit`` or ``@vectorize`` function was stored under no name and never used (and broke
+    the cache key of every later transform); it is refused, pointing to custom_jvp/custom_vjp."""
+    for fn in (numba_sin, numba_square):
+        with pytest.raises(s2s.UnsupportedError, match="custom_jvp or s2s.custom_vjp"):
+            s2s.defrule(fn, "x", jvp="7.0 * x_dot", vjp="7.0 * z_adj")
+    assert None not in s2s.custom.USER_RULES
+
+
 DEFRULE_SCRIPT = """
 import sys
 import numpy as np
@@ -294,3 +340,46 @@ def test_changed_defrule_template_is_not_served_from_the_disk_cache(tmp_path):
     true = (np.cos(np.pi * x) - np.sinc(x)) / x * x + np.sinc(x)
     assert grads["1.0"] == pytest.approx(true, rel=1e-12)
     assert grads["2.0"] == pytest.approx(true + (np.cos(np.pi * x) - np.sinc(x)), rel=1e-12)
+
+
+@s2s.custom_vjp
+def product_of_two(x, y):
+    return x * y
+
+
+def product_bwd_one_short(res, g):
+    return (g * res[1],)  # <- one short
+
+
+product_of_two.defvjp(lambda x, y: (x * y, (x, y)), product_bwd_one_short)
+
+
+@s2s.custom_vjp
+def doubled(x):
+    return 2.0 * x
+
+
+def doubled_bwd_bare(res, g):
+    return 7.0 * g  # <- bare
+
+
+doubled.defvjp(lambda x: (2.0 * x, (x,)), doubled_bwd_bare)
+
+
+def call_product(x, y):
+    return product_of_two(x, y)
+
+
+def call_doubled(x):
+    return doubled(x)
+
+
+def test_a_bwd_rule_that_returns_no_tuple_of_one_cotangent_per_argument_is_refused_at_its_line():
+    """These were Numba's "tuple index out of range" and "getitem(float64, 0)" at the caller's import line."""
+    for fn, args, rule, marker, words in (
+            (call_product, (1.5, 2.0), product_bwd_one_short, "<- one short", "returns 1 cotangent"),
+            (call_doubled, (1.5,), doubled_bwd_bare, "<- bare", "returns one value, not a tuple")):
+        with pytest.raises(s2s.InputError, match=words) as info:
+            s2s.grad(fn, argnums=tuple(range(len(args))))(*args)
+        lines, start = inspect.getsourcelines(rule)
+        assert info.value.lineno == start + next(k for k, t in enumerate(lines) if t.rstrip().endswith(marker))
