@@ -17,7 +17,7 @@ __all__ = ["check_grads", "numerical_grad", "numerical_hessian"]
 def numerical_grad(fn, args: tuple, argnum: int, eps: float = 1e-6):
     """Central differences of the scalar ``fn`` with respect to ``args[argnum]``, in float64."""
     x = args[argnum]
-    base = np.array(x, dtype=np.float64)
+    base = np.array(x, dtype=np.float64, order="C")  # C order: `reshape(-1)` is then a view, written through
     out = np.zeros_like(base)
     flat, out_flat = base.reshape(-1), out.reshape(-1)
     for j in range(flat.size):
@@ -35,7 +35,7 @@ def numerical_grad(fn, args: tuple, argnum: int, eps: float = 1e-6):
 def numerical_hessian(fn, args: tuple, argnum: int, eps: float = 1e-4):
     """Second central differences of the scalar ``fn`` in ``args[argnum]``, in float64 (shape ``x.shape * 2``)."""
     x = args[argnum]
-    base = np.array(x, dtype=np.float64)
+    base = np.array(x, dtype=np.float64, order="C")
     n = base.size
     hess = np.zeros((n, n))
 

@@ -261,6 +261,18 @@ def test_check_grads_accepts_a_correct_gradient_and_rejects_a_wrong_one():
         s2s.check_grads(wrong_reference, (X,), target="python", eps=0.3)
 
 
+def rows_product(m):
+    return np.sum(m[0] ** 2 * m[1])
+
+
+def test_differences_of_a_transposed_argument_are_its_own():
+    """The differences of a Fortran-ordered argument (a transpose) were written into a copy: all zero."""
+    m = np.arange(1.0, 7.0).reshape(3, 2).T
+    expected = np.stack([2.0 * m[0] * m[1], m[0] ** 2])
+    np.testing.assert_allclose(numerical_grad(rows_product, (m,), 0), expected, rtol=1e-6)
+    s2s.check_grads(rows_product, (m,), target="python")
+
+
 def writes_argument(x, w):
     x[0] = w * 2.0
     w = w * x[1]
