@@ -837,6 +837,10 @@ def jvp(fn, primals: tuple, tangents: tuple, has_aux: bool = False, target: str 
     >>> s2s.jvp(lambda x, y: x * y, (2.0, 3.0), (1.0, 0.0))
     (6.0, 3.0)
     """
+    for what, given in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(given, (tuple, list)):
+            raise InputError(f"jvp takes its {what} as a tuple, one per argument of the function, as JAX does; "
+                             f"got {type(given).__name__} (write `({what[:-1]},)` for one argument)")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise InputError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")

@@ -82,8 +82,10 @@ class Vmapped(Specialised):
             leaves, treedef = tree_flatten(value)
             leaf_axes = _leaf_axes(axis, treedef, k)
             for leaf, a in zip(leaves, leaf_axes):
-                if a is not None and not -np.ndim(leaf) <= a < max(np.ndim(leaf), 1):
-                    raise InputError(f"in_axes {a} is out of range for argument {k} of shape {np.shape(leaf)}")
+                if a is not None and not -np.ndim(leaf) <= a < np.ndim(leaf):
+                    raise InputError(f"in_axes {a} is out of range for argument {k} of shape {np.shape(leaf)}"
+                                     + (" (a number has no axis to batch over; give it in_axes None)"
+                                        if np.ndim(leaf) == 0 else ""))
                 out.append(None if a is None else a % np.ndim(leaf))
         return out
 

@@ -615,6 +615,14 @@ def test_jvp_wrong_number_of_tangents():
     assert "2 primals" in str(info.value) and "1 tangents" in str(info.value)
 
 
+def test_jvp_of_primals_not_in_a_tuple_says_so():
+    """``jvp(f, x, v)`` of an array read the array's rows as arguments: "too many positional arguments"."""
+    with pytest.raises(InputError, match=r"primals as a tuple.*got ndarray.*\(primal,\)"):
+        s2s.jvp(np.sin, X3, np.ones(3))
+    with pytest.raises(InputError, match="tangents as a tuple"):
+        s2s.jvp(np.sin, (X3,), np.ones(3))
+
+
 def test_jvp_nonzero_tangent_of_integer_argument_names_it():
     with pytest.raises(InputError) as info:
         s2s.jvp(f_while_counter, (X5, 3), (np.ones(5), 1.0))

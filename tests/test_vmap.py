@@ -109,6 +109,8 @@ def test_batch_size_mismatch_and_no_batched_argument_raise():
         s2s.vmap(scaled_sin, in_axes=None)(XB, 2.0)
     with pytest.raises(InputError, match="out of range"):
         s2s.vmap(scaled_sin, in_axes=(2, None))(XB, 2.0)
+    with pytest.raises(InputError, match="a number has no axis to batch over"):  # was a ZeroDivisionError
+        s2s.vmap(scaled_sin, in_axes=(None, 0))(XB, 2.0)
 
 
 # =========================================================================== with derivatives
