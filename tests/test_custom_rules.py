@@ -383,3 +383,25 @@ def test_a_bwd_rule_that_returns_no_tuple_of_one_cotangent_per_argument_is_refus
             s2s.grad(fn, argnums=tuple(range(len(args))))(*args)
         lines, start = inspect.getsourcelines(rule)
         assert info.value.lineno == start + next(k for k, t in enumerate(lines) if t.rstrip().endswith(marker))
+
+
+@s2s.custom_vjp
+def pair_product(p):
+    return p[0] * p[1]
+
+
+pair_product.defvjp(lambda p: (p[0] * p[1], (p[0], p[1])), lambda res, g: ((g * res[1], g * res[0]),))
+
+
+def call_pair_product(a, b):
+    return pair_product((a, b))  # <- a tuple
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_container_passed_to_a_function_with_a_custom_rule_is_refused_at_the_call(target):
+    """The function's copy took the tuple's leaves while its rules were written for the tuple: Numba's
+    "Cannot bind args" (cpu) or a TypeError (python)."""
+    with pytest.raises(s2s.UnsupportedError, match="pass the items as separate arguments") as info:
+        s2s.grad(call_pair_product, argnums=(0, 1), target=target)(1.5, 3.0)
+    lines, start = inspect.getsourcelines(call_pair_product)
+    assert info.value.lineno == start + 1

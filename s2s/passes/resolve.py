@@ -374,7 +374,11 @@ class _Resolver(gast.NodeTransformer):
         """How generated code names the called object ``obj`` (``structures``: containers it receives)."""
         obj = getattr(obj, "py_func", obj)
         if isinstance(obj, (custom_jvp, custom_vjp)):
-            return name(self.program.function_name(obj, flatten_literal_args(node, structures)))
+            received = flatten_literal_args(node, structures)
+            if received:  # its rules would receive the leaves, where they are written for the containers
+                raise self._unsupported(f"passing a container or None to `{obj.__name__}`, a function with a "
+                                        "custom rule", hint="pass the items as separate arguments")
+            return name(self.program.function_name(obj))
         if hasattr(obj, "entry_for_types"):  # an s2s transform, called from user code
             return name(self.program.transformed_name(obj))
         rule = lookup(obj)
