@@ -22,6 +22,7 @@ per argument (None: not batched), an axis per output.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -45,12 +46,21 @@ class Vmapped(Specialised):
     def __init__(self, fn, in_axes=0, out_axes=0, target: str = "cpu"):
         if target not in TARGETS:
             raise ValueError(f"vmap's target must be one of {TARGETS}, not {target!r}")
+        if not (out_axes is None or isinstance(out_axes, int)
+                or isinstance(out_axes, (tuple, list)) and all(a is None or isinstance(a, int) for a in out_axes)):
+            raise InputError(f"vmap's out_axes is {out_axes!r}: give an int, None, or a tuple of them, one per "
+                             "output (a dict or a nested structure is not supported)")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.in_axes = in_axes
         self.out_axes = out_axes
         self._entries: dict = {}
         self._on_device: dict = {}  # kinds of device-array arguments -> a call of the kernel (see __call__)
+        self._keyword_forms: dict = {}  # in_axes of a call with keywords or defaults -> its Vmapped
+        self._function = fn
+        while isinstance(self._function, (Transformed, Vmapped)):
+            self._function = self._function.fn
+        self._arity = len(inspect.signature(self._function).parameters) if inspect.isfunction(self._function) else 0
         if getattr(fn, "target", None) == "python" and isinstance(fn, (Transformed, Vmapped)) and target != "python":
             if target != "cpu":
                 raise InputError(f"vmap(target={target!r}) cannot run `{getattr(fn, '__qualname__', fn)}`, "
@@ -70,6 +80,29 @@ class Vmapped(Specialised):
         return f"<s2s.vmap of {getattr(self.fn, '__qualname__', self.fn)} (target={self.target})>"
 
     # ----------------------------------------------------------------- axes
+    def _by_position(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
+        """The arguments in the function's order and their ``in_axes``: those given by keyword at axis 0, as in
+        JAX, and the defaults of the ones not given unbatched (None)."""
+        signature = inspect.signature(self._function)
+        params = list(signature.parameters)
+        values = dict(enumerate(args))
+        for key, value in kwargs.items():
+            if key not in params or params.index(key) in values:
+                raise InputError(f"vmap of {self.__name__} got an unexpected or repeated keyword argument `{key}`")
+            values[params.index(key)] = value
+        given = self.in_axes if isinstance(self.in_axes, (tuple, list)) else (self.in_axes,) * len(args)
+        if len(given) != len(args):
+            raise InputError(f"in_axes has {len(given)} entries but {len(args)} positional arguments were given "
+                             "(arguments given by keyword are batched along axis 0)")
+        axes = dict(enumerate(given)) | {params.index(key): 0 for key in kwargs}
+        for k, param in enumerate(signature.parameters.values()):
+            if k not in values and param.default is not inspect.Parameter.empty:
+                values[k], axes[k] = param.default, None
+        missing = [params[k] for k in range(len(params)) if k not in values]
+        if missing:
+            raise InputError(f"vmap of {self.__name__} is missing argument(s) " + ", ".join(f"`{m}`" for m in missing))
+        return tuple(values[k] for k in range(len(params))), tuple(axes[k] for k in range(len(params)))
+
     def _axes(self, values) -> list:
         """One batch axis (or None) per leaf of the flattened arguments."""
         axes = self.in_axes
@@ -89,7 +122,13 @@ class Vmapped(Specialised):
                 out.append(None if a is None else a % np.ndim(leaf))
         return out
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs or len(args) < self._arity:  # keywords (batched along axis 0, as in JAX) or defaults
+            args, in_axes = self._by_position(args, kwargs)
+            form = self._keyword_forms.get(repr(in_axes))
+            if form is None:
+                form = self._keyword_forms[repr(in_axes)] = Vmapped(self.fn, in_axes, self.out_axes, self.target)
+            return form(*args)
         if self._on_device:
             launch = self._on_device.get(_device_key(args))
             if launch is not None:

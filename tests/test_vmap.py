@@ -326,3 +326,27 @@ def test_a_batch_of_no_examples_gives_empty_outputs(target):
     x = np.linspace(0.1, 1.0, 8).reshape(2, 4)  # and with examples: each example's gradient
     np.testing.assert_allclose(s2s.vmap(s2s.grad(sine_weighted), target=target)(x),
                                np.sin(x) + x * np.cos(x), rtol=1e-12)
+
+
+def scaled_shifted(a, b, c=2.0):
+    return a * b + c
+
+
+def test_keyword_arguments_are_batched_along_axis_0_and_defaults_are_shared():
+    """As in JAX: a keyword argument is batched along its axis 0 (it was a TypeError), a default is one value for
+    every example (it was "takes 3 arguments, got 2"); a dict ``out_axes`` is refused at ``vmap``."""
+    a, b = np.arange(6.0).reshape(3, 2), np.linspace(0.5, 1.5, 6).reshape(3, 2)
+    batched = s2s.vmap(scaled_shifted)
+    np.testing.assert_allclose(batched(a, b), a * b + 2.0, rtol=1e-12)
+    np.testing.assert_allclose(batched(a, b=b), a * b + 2.0, rtol=1e-12)
+    np.testing.assert_allclose(batched(a, b, c=np.arange(3.0)), a * b + np.arange(3.0)[:, None], rtol=1e-12)
+    shared = s2s.vmap(scaled_shifted, in_axes=(0, None))
+    np.testing.assert_allclose(shared(a, b[0], c=np.ones(3)), a * b[0] + 1.0, rtol=1e-12)
+    per_example = s2s.vmap(s2s.grad(lambda x, w: np.sum(np.sin(x) * w)))
+    np.testing.assert_allclose(per_example(a, w=b), np.cos(a) * b, rtol=1e-12)
+    with pytest.raises(InputError, match="repeated keyword argument `a`"):
+        batched(a, a=b)
+    with pytest.raises(InputError, match="missing argument"):
+        batched(b=b)
+    with pytest.raises(InputError, match="out_axes is"):
+        s2s.vmap(scaled_shifted, out_axes={"s": 0})
