@@ -939,12 +939,18 @@ def _like(value, primal, what: str):
 def jit(fn=None, target: str = "cpu", fast_math: bool = True) -> Transformed:
     """``fn`` compiled through the s2s pipeline (normalised, then Numba), keeping NumPy's semantics.
 
+    A ``vmap`` is compiled already: ``jit(vmap(f))`` is ``vmap(f)``.
+
     >>> import numpy as np, s2s
     >>> s2s.jit(lambda p, t: np.sum((p - t) ** 2))(np.ones(3), np.zeros(3))
     3.0
     """
     if fn is None:
         return functools.partial(jit, target=target, fast_math=fast_math)
+    from .vmap import Vmapped
+
+    if isinstance(fn, Vmapped):  # already a compiled loop over the examples (JAX's `jit(vmap(f))`)
+        return fn
     return Transformed(fn, "jit", 0, False, target, fast_math)
 
 

@@ -350,3 +350,10 @@ def test_keyword_arguments_are_batched_along_axis_0_and_defaults_are_shared():
         batched(b=b)
     with pytest.raises(InputError, match="out_axes is"):
         s2s.vmap(scaled_shifted, out_axes={"s": 0})
+
+
+def test_jit_of_a_vmap_is_the_vmap():
+    """JAX's ``jit(vmap(f))``: s2s's vmap is a compiled loop already (``jit`` refused it: "cannot differentiate")."""
+    batched = s2s.vmap(scaled_sin, in_axes=(0, None))
+    assert s2s.jit(batched) is batched
+    np.testing.assert_allclose(s2s.jit(batched)(XB, 2.0), np.sin(XB) * 2.0, rtol=1e-12)
