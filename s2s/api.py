@@ -799,25 +799,29 @@ def jacfwd(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Tr
 
 
 def hessian(fn, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:
-    """The Hessian of a scalar function: forward mode over the generated gradient.
+    """The Hessian, as JAX defines it: ``jacfwd(jacrev(fn))``, forward mode over the generated reverse sweep.
+
+    For a function returning a number, the reverse sweep is its gradient; for
+    one returning an array of shape ``s``, the result has shape ``s + x.shape
+    + x.shape`` (the Hessian of each output).
 
     >>> import numpy as np, s2s
     >>> s2s.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    return Transformed(grad(fn, argnums, has_aux, target), "jacfwd", argnums, has_aux, target)
+    return Transformed(jacrev(fn, argnums, has_aux, target), "jacfwd", argnums, has_aux, target)
 
 
 def module_for(fn, transform: str, argnums, arg_types: tuple, target: str = "cpu") -> Module:
     """The module s2s generates for ``transform`` of ``fn`` and Numba argument types, compiled by nothing:
     what ``s2s show`` prints and ``s2s build`` writes. ``transform`` is one of
-    :data:`s2s.build.TRANSFORMS` or ``"hessian"`` (forward mode over the generated gradient).
+    :data:`s2s.build.TRANSFORMS` or ``"hessian"`` (forward mode over the generated reverse sweep).
 
     >>> import numba, s2s
     >>> module = s2s.api.module_for(lambda x: x ** 3, "hessian", 0, (numba.float64,))
     >>> module.entry
-    'lambda__grad_jacfwd'
+    'lambda__jacrev_jacfwd'
     """
     if transform == "hessian":
         key = tuple(arg_types)

@@ -137,9 +137,9 @@ def test_show_jacobians_by_reverse_mode_and_hessians(cli):
     assert re.search(r"^def f_jacrev\(x\):", done.stdout, re.M), done.stdout
     done = cli("show", "model.py:g", "--hessian", "--argnums", "1", "--signature", "f8[:], f8")
     assert done.returncode == 0, done.stderr
-    assert re.search(r"^def g_grad_jacfwd\(x, w\):", done.stdout, re.M), done.stdout  # forward over reverse
+    assert re.search(r"^def g_jacrev_jacfwd\(x, w\):", done.stdout, re.M), done.stdout  # forward over reverse
     # the header names the user's function and where it is, not the generated gradient it differentiates
-    assert done.stdout.startswith('"""s2s 0.1.0: jacfwd of grad of g (argnums=1)'), done.stdout[:200]
+    assert done.stdout.startswith('"""s2s 0.1.0: jacfwd of jacrev of g (argnums=1)'), done.stdout[:200]
     assert re.search(r"^source: +\S*model\.py, line \d+$", done.stdout, re.M), done.stdout[:300]
     compile(done.stdout, "shown.py", "exec")
 

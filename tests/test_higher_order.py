@@ -253,3 +253,18 @@ def test_third_order_tensor_jacfwd_of_hessian():
 def test_jacfwd_of_jacfwd_with_loop():
     h = s2s.jacfwd(s2s.jacfwd(chain_loop))(X4)
     np.testing.assert_allclose(h, chain_loop_hessian(X4), rtol=1e-12, atol=1e-14)
+
+
+def sines_times_x(x):
+    return np.sin(x) * x
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_the_hessian_of_a_vector_function_is_each_outputs(target):
+    """As in JAX, ``hessian`` is ``jacfwd(jacrev(f))``: for an output of shape ``(3,)`` it has shape
+    ``(3, 3, 3)`` (it was an error naming ``grad``), checked analytically."""
+    x = np.array([0.3, -0.7, 1.2])
+    expected = np.zeros((3, 3, 3))
+    for i in range(3):
+        expected[i, i, i] = 2.0 * np.cos(x[i]) - x[i] * np.sin(x[i])
+    np.testing.assert_allclose(s2s.hessian(sines_times_x, target=target)(x), expected, atol=1e-14)

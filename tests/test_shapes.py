@@ -77,7 +77,7 @@ def reversed_sines(x):
 def test_the_hessian_keeps_no_shape_test_and_no_identity_unbroadcast():
     x = np.linspace(0.1, 1.0, 6)
     source = s2s.hessian(reversed_sines).source(x)
-    jacfwd = source[source.index("def reversed_sines_grad_jacfwd"):]
+    jacfwd = source[source.index("def reversed_sines_jacrev_jacfwd"):]
     assert "else:" not in jacfwd and "rt.unbroadcast" not in jacfwd and "rt.broadcast_like" not in jacfwd, jacfwd
     grad = s2s.grad(reversed_sines, target="python")
     columns = [(grad(x + 1e-6 * e) - grad(x - 1e-6 * e)) / 2e-6 for e in np.eye(6)]
