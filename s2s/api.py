@@ -901,7 +901,8 @@ def linearize(fn, *primals, target: str = "cpu"):
     if not floats:
         raise InputError("linearize needs at least one float argument")
     primal_fn = _transformed(fn, "jit", 0, False, target)
-    out = primal_fn(*primals)
+    # `jit` keeps NumPy's writes into arguments; linearize, like jvp, leaves the caller's arrays as they are
+    out = primal_fn(*[tree_map(lambda v: np.copy(v) if isinstance(v, np.ndarray) else v, p) for p in primals])
     names = primal_fn.arguments(primals)[1]
     leaves_only = all(not isinstance(primals[k], (tuple, list, dict)) and tree_flatten(primals[k])[1].kind == "leaf"
                       for k in floats)
