@@ -316,3 +316,36 @@ def test_more_snapshots_than_steps(monkeypatch):
     assert starts == [11]  # one snapshot a step, no more
     assert np.array_equal(got, s2s.grad(w2_plain, target="python")(x))
     np.testing.assert_allclose(got, numerical_grad(w2_plain, (x,), 0), rtol=1e-6)
+
+
+def odd_steps(u, n):
+    for i in s2s.checkpoint(range(1, n, 2), snapshots=2):
+        u = u * 0.9 + np.sin(u + i * 0.1)
+    return u * u
+
+
+def odd_steps_plain(u, n):
+    for i in range(1, n, 2):
+        u = u * 0.9 + np.sin(u + i * 0.1)
+    return u * u
+
+
+def countdown(u, n):
+    for i in range(n - 1, -1, -1):
+        u = u * 0.9 + np.sin(u * i * 0.1)
+    return u * u
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_a_checkpointed_range_that_does_not_start_at_0_step_1(target):
+    """The forward sweep's last step took its index as ``start + n - 1 * step`` (no parentheses): the value and
+    every gradient of code after the loop were wrong, with no error. Against the unconstrained gradient, to
+    the bit, and central differences."""
+    for n in (5, 6, 1):
+        value, g = s2s.value_and_grad(odd_steps, target=target)(0.4, n)
+        assert value == odd_steps_plain(0.4, n)
+        assert g == s2s.grad(odd_steps_plain, target=target)(0.4, n)
+        assert g == pytest.approx(numerical_grad(odd_steps_plain, (0.4, n), 0), rel=1e-7)
+        value, g = s2s.value_and_grad(countdown, target=target, max_tape_bytes=1)(0.4, n)
+        assert value == countdown(0.4, n)
+        assert g == s2s.grad(countdown, target=target)(0.4, n)

@@ -175,7 +175,7 @@ def checkpointed(transform, loop: gast.For, state, fb: list, rb: list, snapshots
     start_s, stop_s = _text(start), _text(stop)
     step_s = _text(step) if step is not None else "(1)"
     index = loop.target.id
-    at = f"{start_s} + {{}} * {step_s}" if (start_s, step_s) != ("(0)", "(1)") else "{}"
+    at = f"{start_s} + ({{}}) * {step_s}" if (start_s, step_s) != ("(0)", "(1)") else "{}"  # `{}`: `_n - 1` too
 
     def store(slot: str) -> str:
         return "\n".join(f"{slots[v]}[{slot}] = rt.snapshot_of({v}, {slots[v]}[{slot}])" if kind == "array"
