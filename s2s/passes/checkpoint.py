@@ -129,16 +129,39 @@ def _defined_before(stmts, position: int, pos: dict, out: set) -> None:
 
 
 def _read_first(body) -> set[str]:
-    """The variables a step may read before assigning them (a definition in a branch or loop counts as none)."""
-    defined: set = set()
+    """The variables a step may read before assigning them.
+
+    A definition in both branches of an ``if`` counts after it, one in a single
+    branch or in a nested loop does not (``if c: pass`` / ``else: t = y * 0.9;
+    y = t + 1.0``, a ``continue`` written out, reads no ``t`` of the step before).
+    """
+    return _exposed(body, set())[0]
+
+
+def _exposed(body, defined: set) -> tuple[set[str], set[str]]:
+    """(variables ``body`` may read before assigning them, given ``defined``; ``defined`` after ``body``)."""
+    defined = set(defined)
     exposed: set = set()
     for s in body:
-        loads = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-        exposed |= loads - defined
+        if isinstance(s, gast.If):
+            exposed |= _loads(s.test) - defined
+            in_body, after_body = _exposed(s.body, defined)
+            in_else, after_else = _exposed(s.orelse, defined)
+            exposed |= in_body | in_else
+            defined |= after_body & after_else
+            continue
+        reads = _loads(s)
+        if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name):
+            reads.add(s.target.id)
+        exposed |= reads - defined
         if isinstance(s, gast.Assign):
             defined |= {n.id for t in s.targets for n in gast.walk(t)
                         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-    return exposed
+    return exposed, defined
+
+
+def _loads(node) -> set[str]:
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 def _parse(text: str) -> list:
