@@ -202,7 +202,8 @@ class Builder:
         indexes = any(_may_be_out_of_bounds(n) for f in program.functions.values() for n in gast.walk(f.node))
         if self.target != "python":
             ctx = pipeline.Context(root.namer, scalars=_float_scalars(typed), types=typed.typemap,
-                                   vector_math=self.vector_math, huge_pages=self.huge_pages, check_bounds=indexes)
+                                   vector_math=self.vector_math, huge_pages=self.huge_pages, check_bounds=indexes,
+                                   check_products=self.row_sweeps)  # row_sweeps: not a kernel's code
             functions = [pipeline.run("finish", f, ctx) for f in functions]
         sig = ", ".join(str(t) for t in arg_types)
         what, filename, lineno = self.origin or (f"{self.transform} of {root.src.name}", root.src.filename,

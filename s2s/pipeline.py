@@ -91,7 +91,9 @@ class Context:
     (``(construct, line, hint)`` → a located ``UnsupportedError``).
     The finish stage: ``vector_math`` (use the runtime's vector kernels),
     ``huge_pages`` (allocate with the runtime's ``rt.empty``/``rt.zeros``) and
-    ``check_bounds`` (the user's code indexes elements: write the checks).
+    ``check_bounds`` (the user's code indexes elements: write the checks),
+    ``check_products`` (spell products as the runtime's checked ones; not in
+    a CUDA kernel's per-example code, which the kernel checks read).
     """
 
     namer: Namer | None
@@ -117,6 +119,7 @@ class Context:
     vector_math: bool = False
     huge_pages: bool = False
     check_bounds: bool = False
+    check_products: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,7 @@ STAGES: dict[str, list[Pass]] = {
                Pass("vector math", lambda fn, ctx: vector_math.vector_math(fn, ctx.scalars, ctx.types)
                     if ctx.vector_math else fn),
                Pass("bounds", lambda fn, ctx: bounds.check_bounds(fn) if ctx.check_bounds else fn),
-               Pass("products", lambda fn, ctx: products.products(fn)),
+               Pass("products", lambda fn, ctx: products.products(fn) if ctx.check_products else fn),
                Pass("allocations", lambda fn, ctx: allocations.allocations(fn) if ctx.huge_pages else fn)],
     "batch": [Pass("decide shape tests", into.decide_shape_tests), Pass("into variant", into.into_variant)],
     "kernel": [Pass("device function", device.device_function), Pass("device spellings", device.device_spellings)],

@@ -7,7 +7,8 @@ result without an error. This pass spells each ``a @ b`` as
 ``rt.matmul(a, b)`` and each ``np.dot(a, b)`` as ``rt.dot(a, b)``, which
 check the sizes (:func:`s2s_runtime.aligned`) and then call Numba's. It runs
 last in the finish stage, after every pass that reads a product's ``@``; a
-``target="python"`` module keeps NumPy's own products. The adjoints of
+``target="python"`` module keeps NumPy's own products, and so does the
+per-example code of a CUDA kernel (which refuses products). The adjoints of
 products (``rt.dot_vjp_a``...) check their operands themselves, since an
 adjoint that needs no primal value leaves the product out.
 
