@@ -310,3 +310,30 @@ def test_second_order_and_reverse_mode_jacobians_over_calls_at_the_top():
         return smooth(x) * 2.0
     jacobian = s2s.jacrev(rows, target="python")(X)
     np.testing.assert_allclose(jacobian, fd_jacobian(rows, X), rtol=1e-6, atol=1e-8)
+
+
+def halves_multiplied(x):
+    while x.size > 1:
+        x = x[::2] * x[1::2]
+    return x[0]
+
+
+def transposed_updates(a):
+    b = a.copy()
+    for k in range(2):
+        b -= 0.5 * b.T
+    return np.sum(b * b * a)
+
+
+def test_tapes_of_views_and_transposes_leave_the_forward_sweep():
+    """A list tape of views (``x[::2]``) or of products of a transpose started as a list of C arrays: Numba
+    widened it while typing, and the forward sweep's ``rt.keep_tape`` met two list types ("Cannot unify
+    ListType[array(float64, 1d, C)] and ListType[array(float64, 1d, A)]"). Against differences."""
+    x = np.array([0.5, 1.5, 2.0, 3.0])
+    out, pullback = s2s.vjp(halves_multiplied, x)
+    assert out == halves_multiplied(x)
+    for ct in (1.0, -2.5):
+        np.testing.assert_allclose(pullback(ct)[0], ct * numerical_grad(halves_multiplied, (x,), 0), rtol=1e-7)
+    a = np.arange(9.0).reshape(3, 3) / 10.0
+    out, pullback = s2s.vjp(transposed_updates, a)
+    np.testing.assert_allclose(pullback(1.0)[0], numerical_grad(transposed_updates, (a,), 0), rtol=1e-6)

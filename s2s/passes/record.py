@@ -103,9 +103,13 @@ def placeholder(t) -> gast.expr | None:
         return const(0)
     if isinstance(t, types.Float):
         return const(0.0) if t.bitwidth == 64 else call("np.float32", const(0.0))
-    if isinstance(t, types.Array):
+    if isinstance(t, types.Array):  # of t's layout: a list of C arrays does not unify with one of views
         shape = gast.Tuple(elts=[const(0)] * t.ndim, ctx=gast.Load())
-        return call("np.empty", shape, dotted(_dtype_spelling(t.dtype)))
+        empty = call("np.empty", shape, dotted(_dtype_spelling(t.dtype)))
+        if t.layout != "C":  # "A" for views and transposes alike: a list of "A" arrays takes both
+            every = gast.Slice(lower=None, upper=None, step=const(1))
+            return gast.Subscript(value=empty, slice=every, ctx=gast.Load())
+        return empty
     if isinstance(t, types.List):  # a list of one placeholder item: typed, and never read
         item = placeholder(t.dtype)
         return None if item is None else gast.List(elts=[item], ctx=gast.Load())
