@@ -27,7 +27,7 @@ from numba.core import types
 
 from .heap import empty
 from .helper_cache import overload, register_jitable
-from .reductions import _sum_loop, _v3, extremum_vjp_along, spread_along
+from .reductions import _norm_axis, _sum_loop, _v3, extremum_vjp_along, spread_along
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "jacobian_block", "column_buffer", "jacobian_column", "batch_like",
@@ -133,10 +133,15 @@ def _one_summed_axis(shape, like):
 def unreduce(g, x, axis, keepdims):
     """The adjoint ``g`` of ``np.sum(x, axis, keepdims=keepdims)``, spread over ``x``'s shape.
 
+    An axis ``x`` does not have raises ValueError, as the sum does (its
+    adjoint needs no value of the sum, so this may be the only check):
+
     >>> unreduce(3.0, np.zeros(2), None, False)
     array([3., 3.])
     """
     shape = np.shape(x)
+    if axis is not None:
+        _norm_axis(axis, max(len(shape), 1))
     if not shape:
         return g
     if axis is None:
@@ -148,23 +153,39 @@ def unreduce(g, x, axis, keepdims):
 
 @overload(unreduce)
 def _unreduce_nb(g, x, axis, keepdims):
-    if not isinstance(x, types.Array):
-        return lambda g, x, axis, keepdims: g
-    # a scalar adjoint of a float32 array's sum spreads as float32 (the derivative has the input's dtype)
-    dtype = _float_type(x) if not isinstance(g, types.Array) else types.float64
     if axis is None or isinstance(axis, types.NoneType):
+        if not isinstance(x, types.Array):
+            return lambda g, x, axis, keepdims: g
         if isinstance(g, types.Array):
             return lambda g, x, axis, keepdims: np.full(x.shape, np.sum(g))
+        dtype = _float_type(x)  # a scalar adjoint of a float32 array's sum spreads as float32
         return lambda g, x, axis, keepdims: np.full(x.shape, g, dtype)
+    if not isinstance(x, types.Array):
+        def impl(g, x, axis, keepdims):
+            _norm_axis(axis, 1)
+            return g
+        return impl
     if not isinstance(g, types.Array):  # a 1-D x reduced along its only axis
-        return lambda g, x, axis, keepdims: np.full(x.shape, g, dtype)
+        dtype = _float_type(x)
+
+        def impl(g, x, axis, keepdims):
+            _norm_axis(axis, max(x.ndim, 1))
+            return np.full(x.shape, g, dtype)
+        return impl
     keep = _literal_bool(keepdims)
     if g.ndim == x.ndim - (not keep):  # g has the reduced axis or not: spread along it either way
-        return lambda g, x, axis, keepdims: spread_along(g, x, axis)
-    # g has more axes (a tangent with a leading axis of directions): NumPy's broadcasting
-    if keep:
-        return lambda g, x, axis, keepdims: np.zeros(x.shape) + g
-    return lambda g, x, axis, keepdims: np.zeros(x.shape) + np.expand_dims(g, axis)
+        def impl(g, x, axis, keepdims):
+            _norm_axis(axis, max(x.ndim, 1))
+            return spread_along(g, x, axis)
+    elif keep:  # g has more axes (a tangent with a leading axis of directions): NumPy's broadcasting
+        def impl(g, x, axis, keepdims):
+            _norm_axis(axis, max(x.ndim, 1))
+            return np.zeros(x.shape) + g
+    else:
+        def impl(g, x, axis, keepdims):
+            _norm_axis(axis, max(x.ndim, 1))
+            return np.zeros(x.shape) + np.expand_dims(g, axis)
+    return impl
 
 
 def _literal_bool(flag) -> bool:

@@ -492,6 +492,14 @@ def _reduction_nb(name, kind, signature, a, axis, keepdims):
     keep = _static_bool(keepdims)
     if keep is None:
         return _exec_lambda(signature, "literally(keepdims)")
+    if a.ndim == 0 and not _is_none(axis):  # as NumPy: a ufunc's reduction takes axis 0 or -1 of it, np.mean none
+        fits = "axis == 0 or axis == -1" if kind != _MEAN else "False"
+        namespace: dict = {"np": np}
+        exec(f"def impl({signature}):\n"
+             f"    if not ({fits}):\n"
+             f"        raise ValueError('axis is out of bounds for an array of dimension 0')\n"
+             f"    return {'a.copy()' if keep else 'a[()]'}\n", namespace)
+        return namespace["impl"]
     convert = _same
     if not isinstance(a.dtype, types.Float):
         if kind == _MEAN:

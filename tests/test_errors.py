@@ -534,3 +534,28 @@ def test_a_product_of_operands_whose_sizes_differ_is_an_error(target):
     np.testing.assert_allclose(s2s.grad(diagonal_sum, target=target)(np.diag(a)), np.diag(2.0 * a), rtol=1e-12)
     if target == "cpu":
         assert "rt.matmul(a, b)" in s2s.source(s2s.jit(product_sum), a, b)
+
+
+def sum_along(x, axis):
+    return np.sum(np.sum(x, axis=axis))  # <- sum along
+
+
+def mean_along(x, axis):
+    return np.mean(x, axis=axis)  # <- mean along
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_sum_along_an_axis_the_array_lacks_is_an_error_in_its_gradient_too(target):
+    """The gradient of ``np.sum(x, axis=3)`` of a vector spread ones (cpu), and of ``np.sum(x, axis=1)`` of a
+    0-d array returned 1.0 (both targets): the adjoint needs no value of the sum, so no check ran. As in NumPy,
+    a 0-d array has axes 0 and -1 for a sum (not for a mean)."""
+    for args in ((np.ones(3), 3), (np.array(0.5), 1), (np.ones((2, 2)), -3)):
+        with pytest.raises(InputError, match="AxisError") as info:
+            s2s.grad(sum_along, target=target)(*args)
+        assert_located(info.value, sum_along, line_of(sum_along, "<- sum along"))
+    for axis in (0, -1):
+        assert s2s.jit(sum_along, target=target)(np.array(0.5), axis) == 0.5
+        assert s2s.grad(sum_along, target=target)(np.array(0.5), axis) == 1.0
+        with pytest.raises(InputError, match="AxisError"):
+            s2s.jit(mean_along, target=target)(np.array(0.5), axis)
+    np.testing.assert_allclose(s2s.grad(sum_along, target=target)(np.ones((2, 3)), -1), np.ones((2, 3)))
