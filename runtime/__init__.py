@@ -64,6 +64,8 @@ from .linalg import (
     solve_vjp_b,
 )
 from .numpy_extra import (
+    correlate_vjp_a,
+    correlate_vjp_v,
     cumprod,
     cumprod_hvp,
     cumprod_jvp,
@@ -185,6 +187,8 @@ __all__ = [
     "aligned",
     "contract",
     "copy_tape",
+    "correlate_vjp_a",
+    "correlate_vjp_v",
     "cumprod",
     "cumsum",
     "cumprod_hvp",

@@ -26,7 +26,7 @@ from .broadcast import reduced_count
 from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _shape_one, _static_bool, _v3, mean
 
-__all__ = ["sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod", "cumsum", "flip", "roll", "cumprod_jvp",
+__all__ = ["correlate_vjp_a", "correlate_vjp_v", "sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod", "cumsum", "flip", "roll", "cumprod_jvp",
            "cumprod_vjp", "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron", "kron_vjp_a", "kron_vjp_b",
            "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f",
            "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d",
@@ -107,6 +107,34 @@ def _diff_edge_nb(value, a, axis):
     if isinstance(value, types.Array):
         return lambda value, a, axis: value
     return lambda value, a, axis: np.full(_shape_one(a.shape, _norm_axis(axis, a.ndim)), value)
+
+
+# ------------------------------------------------------------------ correlate
+@register_jitable
+def correlate_vjp_a(g, a, v):
+    """Adjoint of ``a`` in ``np.correlate(a, v)`` (mode "valid") given the adjoint ``g`` of its result.
+
+    NumPy correlates ``v`` with ``a`` and reverses the result where ``a`` is
+    the shorter, so each length order has its own adjoint:
+
+    >>> correlate_vjp_a(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0]), np.array([0.5, -1.0, 2.0, 3.0]))
+    array([1.5, 4. ])
+    """
+    if a.shape[0] >= v.shape[0]:
+        return np.convolve(g, v)
+    return np.correlate(v, g[::-1])
+
+
+@register_jitable
+def correlate_vjp_v(g, a, v):
+    """Adjoint of ``v`` in ``np.correlate(a, v)`` (mode "valid") given the adjoint ``g`` of its result.
+
+    >>> correlate_vjp_v(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0]), np.array([0.5, -1.0, 2.0, 3.0]))
+    array([3., 8., 5., 2.])
+    """
+    if a.shape[0] >= v.shape[0]:
+        return np.correlate(a, g)
+    return np.convolve(g[::-1], a)
 
 
 # ------------------------------------------------------------------ cumsum

@@ -1255,3 +1255,21 @@ def test_cumsum_of_one_number_is_an_array_of_one(target):
     for jac in (s2s.jacfwd, s2s.jacrev):
         got = jac(running_square, target=target)(np.array(0.7))
         assert np.shape(got) == (1,) and got == pytest.approx([4.0 * 0.7])
+
+
+def correlated(a, v):
+    return np.correlate(a, v)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_the_adjoints_of_correlate_follow_numpy_swapping_a_shorter_first_operand(target):
+    """NumPy correlates ``v`` with ``a`` (reversed) where ``a`` is the shorter; the reverse rule assumed ``a`` the
+    longer: jacrev gave wrong rows and read uninitialised memory on cpu, and crashed on python. The Jacobians are
+    written out by hand (output k is ``a . v[2 - k:4 - k]``), and the other order is checked against jacfwd."""
+    a, v = np.array([1.0, 2.0]), np.array([0.5, -1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(s2s.jacrev(correlated, argnums=0, target=target)(a, v),
+                                  [[2.0, 3.0], [-1.0, 2.0], [0.5, -1.0]])
+    np.testing.assert_array_equal(s2s.jacrev(correlated, argnums=1, target=target)(a, v),
+                                  [[0.0, 0.0, 1.0, 2.0], [0.0, 1.0, 2.0, 0.0], [1.0, 2.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(s2s.jacrev(correlated, argnums=0, target=target)(v, a),
+                                  s2s.jacfwd(correlated, argnums=0, target=target)(v, a))

@@ -308,6 +308,8 @@ case(np.cross, "np.cross({a}, {b})", "numba", a=normal(3), b=normal(3))
 case(np.cross, "np.cross({a}, {b})", "numba", a=normal(2, 3), b=normal(2, 3))
 case(np.convolve, "np.convolve({a}, {v})", "numba", a=normal(5), v=normal(3))
 case(np.correlate, "np.correlate({a}, {v})", "numba", a=normal(5), v=normal(3))
+case(np.correlate, "np.correlate({a}, {v})", "numba", a=normal(2), v=normal(4))  # NumPy swaps them
+case(np.cross, "np.cross({a}, {b})", "numba", a=normal(2, 3), b=normal(3))
 case(np.diag, "np.diag({v})", "numba", v=normal(3))
 case(np.diag, "np.diag({m}, 1)", "numba", m=normal(3, 4))
 case(np.diag, "np.diag({m}, -1)", "numba", m=normal(3, 3))
@@ -370,7 +372,7 @@ for _fn in (rt.unbroadcast, rt.broadcast_like, rt.unreduce, rt.select, rt.flat, 
             rt.tril_half, rt.sym, rt.pair_diff, rt.pair_diff_vjp, rt.eigh_f, rt.eigh_w, rt.eigh_v, rt.slogdet_sign,
             rt.slogdet_logdet, rt.einsum_vjp_a, rt.einsum_vjp_b, rt.interp_vjp_fp_dx, rt.split_like,
             rt.unstack_like, rt.hsplit_like, rt.vsplit_like, rt.diag_vjp, rt.tile_vjp, rt.polyval_d,
-            rt.polyval_vjp_p):
+            rt.polyval_vjp_p, rt.correlate_vjp_a, rt.correlate_vjp_v):
     COVERED_ELSEWHERE[_fn] = _HELPERS
 for _fn in (rt.reserve, rt.reversed_range, rt.reversed_steps):
     COVERED_ELSEWHERE[_fn] = "tapes of loops: tests/test_higher_order.py differentiates gradients of loops"

@@ -310,12 +310,12 @@ defrule(np.ldexp, "x1, x2", nondiff=("x2",), jvp="x1_dot * np.exp2(x2)",
 defrule(np.vdot, "a, b", jvp="np.vdot(a_dot, b) + np.vdot(a, b_dot)",
         vjp=("rt.reshape_like(z_adj * b, a)", "rt.reshape_like(z_adj * a, b)"))
 defrule(np.cross, "a, b", jvp="np.cross(a_dot, b) + np.cross(a, b_dot)",
-        vjp=("np.cross(b, z_adj)", "np.cross(z_adj, a)"))
+        vjp=("rt.unbroadcast(np.cross(b, z_adj), a)", "rt.unbroadcast(np.cross(z_adj, a), b)"))
 # full convolution and valid correlation are each other's adjoints
 defrule(np.convolve, "a, v", jvp="np.convolve(a_dot, v) + np.convolve(a, v_dot)",
         vjp=("np.correlate(z_adj, v)", "np.correlate(z_adj, a)"))
 defrule(np.correlate, "a, v", jvp="np.correlate(a_dot, v) + np.correlate(a, v_dot)",
-        vjp=("np.convolve(z_adj, v)", "np.correlate(a, z_adj)"))
+        vjp=("rt.correlate_vjp_a(z_adj, a, v)", "rt.correlate_vjp_v(z_adj, a, v)"))  # by which is longer
 defrule(np.diag, "v, k=0", nondiff=("k",), jvp="np.diag(v_dot, k)", vjp="rt.diag_vjp(z_adj, v, k)")
 defrule(np.swapaxes, "a, axis1, axis2", nondiff=("axis1", "axis2"), view=True,
         jvp="np.swapaxes(a_dot, axis1, axis2)", vjp="np.swapaxes(z_adj, axis1, axis2)")

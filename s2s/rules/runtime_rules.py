@@ -56,6 +56,10 @@ defrule(rt.polyval_d, "p, x, k", nondiff=("k",), jvp="rt.polyval_d(p_dot, x, k) 
 defrule(rt.polyval_vjp_p, "g, p, x, k", nondiff=("p", "k"), shape_only=("p",),
         jvp="rt.polyval_vjp_p(g_dot, p, x, k) + rt.polyval_vjp_p(g * x_dot, p, x, k + 1)",
         vjp={"g": "rt.polyval_d(z_adj, x, k)", "x": "g * rt.polyval_d(z_adj, x, k + 1)"})
+defrule(rt.correlate_vjp_a, "g, a, v", nondiff=("a",), shape_only=("a",),
+        jvp="rt.correlate_vjp_a(g_dot, a, v) + rt.correlate_vjp_a(g, a, v_dot)")
+defrule(rt.correlate_vjp_v, "g, a, v", nondiff=("v",), shape_only=("v",),
+        jvp="rt.correlate_vjp_v(g_dot, a, v) + rt.correlate_vjp_v(g, a_dot, v)")
 defrule(rt.tile_vjp, "g, a, reps", nondiff=("a", "reps"), shape_only=("a",), jvp="rt.tile_vjp(g_dot, a, reps)",
         vjp="rt.tile(z_adj, reps)")
 defrule(rt.last_write, "g, idx, axis, n", nondiff=("idx", "axis", "n"), jvp="rt.last_write(g_dot, idx, axis, n)",
