@@ -26,7 +26,8 @@ from .broadcast import reduced_count
 from .helper_cache import overload, register_jitable
 from .reductions import _is_none, _norm_axis, _shape_one, _static_bool, _v3, mean
 
-__all__ = ["correlate_vjp_a", "correlate_vjp_v", "sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod", "cumsum", "flip", "roll", "cumprod_jvp",
+__all__ = ["correlate_vjp_a", "correlate_vjp_v", "sort_jvp", "sort_vjp", "diff_vjp", "diff_edge", "cumprod",
+           "cumsum", "flip", "roll", "cumprod_jvp",
            "cumprod_vjp", "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron", "kron_vjp_a", "kron_vjp_b",
            "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f",
            "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d",

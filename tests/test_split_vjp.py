@@ -320,7 +320,7 @@ def halves_multiplied(x):
 
 def transposed_updates(a):
     b = a.copy()
-    for k in range(2):
+    for _ in range(2):
         b -= 0.5 * b.T
     return np.sum(b * b * a)
 
