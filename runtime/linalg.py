@@ -223,6 +223,9 @@ def aligned(a, b):
 def dot(a, b):
     """``np.dot(a, b)`` with its operands' sizes checked (Numba's ``np.dot`` skips an empty inner axis).
 
+    Compiled, array operands are cast to their common float type first
+    (Numba's ``np.dot`` takes one dtype).
+
     >>> dot(np.ones((2, 0)), np.ones((3, 2)))
     Traceback (most recent call last):
     ValueError: shapes (2,0) and (3,2) not aligned: 0 (dim 1) != 3 (dim 0)
@@ -237,20 +240,34 @@ def _dot_nb(a, b):
 
     def impl(a, b):
         aligned(a, b)
-        return np.dot(a, b)
+        return _mm(a, b)
 
     return impl
 
 
-@register_jitable
 def matmul(x1, x2):
     """``np.matmul`` or ``x1 @ x2`` with the operands' sizes checked (Numba's ``@`` skips an empty inner axis).
+
+    Compiled, operands of 1 or 2 axes are cast to their common float type
+    first (Numba's ``@`` takes one dtype), as :func:`dot`'s are.
 
     >>> matmul(np.eye(2), np.array([1.0, 2.0]))
     array([1., 2.])
     """
-    aligned(x1, x2)
-    return x1 @ x2
+    return np.matmul(x1, x2)
+
+
+@overload(matmul)
+def _matmul_nb(x1, x2):
+    if _is_array(x1) and _is_array(x2) and x1.ndim <= 2 and x2.ndim <= 2:
+        def impl(x1, x2):
+            aligned(x1, x2)
+            return _mm(x1, x2)
+    else:
+        def impl(x1, x2):
+            aligned(x1, x2)
+            return x1 @ x2
+    return impl
 
 
 def dot_vjp_a(g, a, b):

@@ -557,3 +557,22 @@ def test_a_number_that_starts_a_float32_sum_is_float32(target):
     x = np.array([0.3, 1.7, -2.6, 3.55])
     got = s2s.jit(offset_float32_sum, target=target)(x)
     assert type(got) is np.float32 and got == offset_float32_sum(x) == 2.0
+
+
+def mixed_dot(w, x):
+    return np.sum(np.tanh(np.dot(w, x)))
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_dot_of_a_float32_and_a_float64_array_computes_in_float64(target):
+    """Numba's ``np.dot`` takes one dtype, and a float32 weight times float64 data was a CompileError; NumPy
+    promotes to float64. ``np.dot`` is ``rt.dot``, which casts to the common type."""
+    rng = np.random.default_rng(12)
+    w, x = rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=4)
+    value = s2s.jit(mixed_dot, target=target)(w, x)
+    assert value == pytest.approx(mixed_dot(w, x), rel=1e-12)
+    gw, gx = s2s.grad(mixed_dot, argnums=(0, 1), target=target)(w, x)
+    assert gw.dtype == np.float32 and gx.dtype == np.float64
+    np.testing.assert_allclose(gx, numerical_grad(mixed_dot, (w, x), 1), rtol=1e-6)
+    np.testing.assert_allclose(gw, numerical_grad(lambda w64: mixed_dot(w64, x), (w.astype(np.float64),), 0),
+                               rtol=1e-4)

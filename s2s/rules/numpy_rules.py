@@ -126,7 +126,7 @@ defrule(np.trace, "a, offset=0", nondiff=("offset",), jvp="np.trace(a_dot, offse
         vjp="z_adj * np.eye(a.shape[0], a.shape[1], offset)")
 
 # ------------------------------------------------------------ linear algebra
-defrule(np.dot, "a, b", fresh=True, jvp="np.dot(a_dot, b) + np.dot(a, b_dot)",
+defrule(np.dot, "a, b", fresh=True, impl="rt.dot", jvp="np.dot(a_dot, b) + np.dot(a, b_dot)",
         vjp=("rt.dot_vjp_a(z_adj, a, b)", "rt.dot_vjp_b(z_adj, a, b)"))
 defrule(np.matmul, "x1, x2", impl="rt.matmul", jvp="x1_dot @ x2 + x1 @ x2_dot",
         vjp=("rt.dot_vjp_a(z_adj, x1, x2)", "rt.dot_vjp_b(z_adj, x1, x2)"))
