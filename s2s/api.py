@@ -952,9 +952,7 @@ def jit(fn=None, target: str = "cpu", fast_math: bool = True) -> Transformed:
     """
     if fn is None:
         return functools.partial(jit, target=target, fast_math=fast_math)
-    from .vmap import Vmapped
-
-    if isinstance(fn, Vmapped):  # already a compiled loop over the examples (JAX's `jit(vmap(f))`)
+    if isinstance(fn, Specialised) and fn.batches:  # a vmap is a compiled loop already (JAX's `jit(vmap(f))`)
         return fn
     return Transformed(fn, "jit", 0, False, target, fast_math)
 

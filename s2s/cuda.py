@@ -342,7 +342,8 @@ class _KernelRules:
             scalars = [isinstance(t, _SCALARS) for t in args]
             allowed = on_device and (all(scalars) or name == "jacobian" and all(scalars[1:]))
             if not allowed:
-                raise self.error(f"`rt.{name}` on {', '.join(str(a) for a in args)}", line,
+                shown = rule.name if rule is not None else f"rt.{name}"  # `np.dot` for its impl `rt.dot`
+                raise self.error(f"`{shown}` on {', '.join(str(a) for a in args)}", line,
                                  hint="only scalar forms of a few runtime helpers run in a kernel")
         elif where == "builtins":
             if not on_device:

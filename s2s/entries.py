@@ -75,6 +75,7 @@ class Specialised:
 
     fn: object
     _entries: dict
+    batches = False  # a vmap: a compiled loop over examples, which `jit` leaves as it is
 
     def _entry(self, key: tuple, build: Callable[[], Entry]) -> Entry:
         """The entry under ``key``, built by ``build()`` the first time."""

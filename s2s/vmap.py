@@ -43,6 +43,8 @@ TARGETS = ("cpu", "parallel", "cuda", "python")
 class Vmapped(Specialised):
     """A batched function: call it with batched arguments."""
 
+    batches = True
+
     def __init__(self, fn, in_axes=0, out_axes=0, target: str = "cpu"):
         if target not in TARGETS:
             raise ValueError(f"vmap's target must be one of {TARGETS}, not {target!r}")
