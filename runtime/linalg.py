@@ -307,23 +307,11 @@ def _dot_vjp_a_nb(g, a, b):
         return lambda g, a, b: g * b
     if b.ndim > 2:
         raise _unsupported("dot_vjp_a", a, b)
-    if a.ndim == 1 and b.ndim == 1:
-        def impl(g, a, b):
-            aligned(a, b)
-            return g * b
-    elif a.ndim == 1:
-        def impl(g, a, b):
-            aligned(a, b)
-            return _mm(b, g)
-    elif b.ndim == 1:
-        def impl(g, a, b):
-            aligned(a, b)
-            return _outer(_flat(g), b).reshape(a.shape)
-    else:
-        def impl(g, a, b):
-            aligned(a, b)
-            return _mm(_rows2(g), b.T).reshape(a.shape)
-    return impl
+    if a.ndim == 1:
+        return _after_aligned((lambda g, a, b: g * b) if b.ndim == 1 else (lambda g, a, b: _mm(b, g)))
+    if b.ndim == 1:
+        return _after_aligned(lambda g, a, b: _outer(_flat(g), b).reshape(a.shape))
+    return _after_aligned(lambda g, a, b: _mm(_rows2(g), b.T).reshape(a.shape))
 
 
 def dot_vjp_b(g, a, b):
@@ -358,22 +346,21 @@ def _dot_vjp_b_nb(g, a, b):
         return lambda g, a, b: np.sum(g * a)
     if b.ndim > 2:
         raise _unsupported("dot_vjp_b", a, b)
-    if a.ndim == 1 and b.ndim == 1:
-        def impl(g, a, b):
-            aligned(a, b)
-            return g * a
-    elif a.ndim == 1:
-        def impl(g, a, b):
-            aligned(a, b)
-            return _outer(a, g)
-    elif b.ndim == 1:
-        def impl(g, a, b):
-            aligned(a, b)
-            return _mm(_flat(g), _rows2(a))
-    else:
-        def impl(g, a, b):
-            aligned(a, b)
-            return _mm(_rows2(a).T, _rows2(g))
+    if a.ndim == 1:
+        return _after_aligned((lambda g, a, b: g * a) if b.ndim == 1 else (lambda g, a, b: _outer(a, g)))
+    if b.ndim == 1:
+        return _after_aligned(lambda g, a, b: _mm(_flat(g), _rows2(a)))
+    return _after_aligned(lambda g, a, b: _mm(_rows2(a).T, _rows2(g)))
+
+
+def _after_aligned(adjoint):
+    """The Numba implementation ``impl(g, a, b)``: :func:`aligned`, then ``adjoint(g, a, b)``."""
+    adjoint = register_jitable(adjoint)
+
+    def impl(g, a, b):
+        aligned(a, b)
+        return adjoint(g, a, b)
+
     return impl
 
 
