@@ -563,12 +563,18 @@ def mixed_dot(w, x):
     return np.sum(np.tanh(np.dot(w, x)))
 
 
+def mixed_matmul(w, x):
+    return np.sum(np.tanh(w @ x))
+
+
 @pytest.mark.parametrize("target", ["cpu", "python"])
-def test_dot_of_a_float32_and_a_float64_array_computes_in_float64(target):
-    """Numba's ``np.dot`` takes one dtype, and a float32 weight times float64 data was a CompileError; NumPy
-    promotes to float64. ``np.dot`` is ``rt.dot``, which casts to the common type."""
+@pytest.mark.parametrize("mixed_dot", [mixed_dot, mixed_matmul])
+def test_dot_of_a_float32_and_a_float64_array_computes_in_float64(target, mixed_dot):
+    """Numba's ``np.dot`` and ``@`` take one dtype, and a float32 weight times float64 data was a CompileError;
+    NumPy promotes to float64. ``np.dot`` is ``rt.dot`` and ``@`` is ``rt.matmul`` (in the typer too), which
+    cast to the common type."""
     rng = np.random.default_rng(12)
-    w, x = rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=4)
+    w, x = rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=(4, 2) if mixed_dot is mixed_matmul else 4)
     value = s2s.jit(mixed_dot, target=target)(w, x)
     assert value == pytest.approx(mixed_dot(w, x), rel=1e-12)
     gw, gx = s2s.grad(mixed_dot, argnums=(0, 1), target=target)(w, x)

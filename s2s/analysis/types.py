@@ -40,6 +40,7 @@ from ..codegen import module_source
 from ..errors import CompileError, S2SError, summarize
 from ..ir import Function, Program
 from ..passes import rename
+from ..passes.products import products
 
 __all__ = ["Typer", "Typed", "frontend", "typeof_value"]
 
@@ -177,7 +178,9 @@ class Typer:
         if not functions:
             return
         filename = f"<s2s primal of {functions[0].name} ({len(self.line_maps)})>"
-        text, self.line_maps[filename] = module_source([f.node for f in functions], "s2s: normalised primal")
+        # typed with the runtime's products, which promote mixed float32/float64 operands as NumPy does
+        nodes = [products(copy.deepcopy(f.node)) for f in functions]
+        text, self.line_maps[filename] = module_source(nodes, "s2s: normalised primal")
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         self._spans[filename] = [(d.lineno, d.end_lineno, d.name) for d in ast.parse(text).body
                                  if isinstance(d, ast.FunctionDef)]
