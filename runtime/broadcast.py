@@ -27,7 +27,7 @@ from numba.core import types
 
 from .heap import empty
 from .helper_cache import overload, register_jitable
-from .reductions import _norm_axis, _sum_loop, _v3, extremum_vjp_along, spread_along
+from .reductions import _norm_axis, _sum_loop, _v3, extremum_vjp_along, spread_along, zero_d_axis
 
 __all__ = ["unbroadcast", "unreduce", "reduced_count", "extremum_vjp", "reversed_range", "reversed_steps", "reserve",
            "broadcast_like", "basis", "jacobian", "jacobian_block", "column_buffer", "jacobian_column", "batch_like",
@@ -153,14 +153,16 @@ def unreduce(g, x, axis, keepdims):
 
 @overload(unreduce)
 def _unreduce_nb(g, x, axis, keepdims):
+    # a 0-d array's adjoint is a number, as from its other reductions' adjoints (and in Python)
+    number = not isinstance(x, types.Array) or x.ndim == 0 and not isinstance(g, types.Array)
     if axis is None or isinstance(axis, types.NoneType):
-        if not isinstance(x, types.Array):
+        if number:
             return lambda g, x, axis, keepdims: g
         if isinstance(g, types.Array):
             return lambda g, x, axis, keepdims: np.full(x.shape, np.sum(g))
         dtype = _float_type(x)  # a scalar adjoint of a float32 array's sum spreads as float32
         return lambda g, x, axis, keepdims: np.full(x.shape, g, dtype)
-    if not isinstance(x, types.Array):
+    if number:
         def impl(g, x, axis, keepdims):
             _norm_axis(axis, 1)
             return g
@@ -260,8 +262,8 @@ def extremum_vjp(g, x, z, axis, keepdims):
 
 @overload(extremum_vjp)
 def _extremum_vjp_nb(g, x, z, axis, keepdims):
-    if not isinstance(x, types.Array):
-        return lambda g, x, z, axis, keepdims: g
+    if not isinstance(x, types.Array) or x.ndim == 0:
+        return lambda g, x, z, axis, keepdims: zero_d_axis(g, axis)
     if axis is None or isinstance(axis, types.NoneType):
         if not isinstance(g, types.Array) or g.ndim == 0:  # the elements as one lane
             return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x.ravel(), z, 0).reshape(x.shape)

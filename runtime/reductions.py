@@ -94,6 +94,25 @@ def _norm_axis(axis, ndim):
     return axis
 
 
+def zero_d_axis(value, axis):
+    """``value``, after checking that ``axis`` (None or an int) is one a 0-d array reduces along: 0 or -1, as in
+    NumPy. The adjoints and tangents of reductions of a 0-d array pass their operand through it.
+
+    >>> zero_d_axis(2.0, -1)
+    2.0
+    """
+    if axis is not None:
+        _norm_axis(axis, 1)
+    return value
+
+
+@overload(zero_d_axis)
+def _zero_d_axis_nb(value, axis):
+    if _is_none(axis):
+        return lambda value, axis: value
+    return lambda value, axis: value if _norm_axis(axis, 1) == 0 else value
+
+
 @register_jitable
 def _prepost(shape, ax):
     """Sizes of the axes before and after ``ax``."""
@@ -482,9 +501,12 @@ def _less(v, best):
 def _reduction_nb(name, kind, signature, a, axis, keepdims):
     """The Numba implementation of a forward reduction."""
     if isinstance(a, (types.Number, types.Boolean)):
-        if not _is_none(axis):
+        if _is_none(axis):
+            return _exec_lambda(signature, "float(a)" if kind == _MEAN else "a")
+        if kind == _MEAN or _static_bool(keepdims) is not False:
             raise errors.TypingError(f"rt.{name}: axis given for a scalar")
-        return _exec_lambda(signature, "float(a)" if kind == _MEAN else "a")
+        # a number standing for a 0-d array (a tangent of one: Numba's 0-d arithmetic gives numbers)
+        return _exec_lambda(signature, "a if axis == 0 or axis == -1 else _axis_error()")
     if not isinstance(a, types.Array):
         raise errors.TypingError(f"rt.{name}: expected an array, got {a}")
     if not (_is_none(axis) or isinstance(axis, types.Integer)):
@@ -510,8 +532,13 @@ def _reduction_nb(name, kind, signature, a, axis, keepdims):
     return _reduction_impl(signature, str(kind), fin, _reduce3, convert, _is_none(axis))
 
 
+@register_jitable
+def _axis_error():
+    raise ValueError("axis is out of bounds for an array of dimension 0")
+
+
 def _exec_lambda(signature, expression):
-    namespace = {"literally": literally, "np": np}
+    namespace = {"literally": literally, "np": np, "_axis_error": _axis_error}
     exec(f"def impl({signature}):\n    return {expression}\n", namespace)
     return namespace["impl"]
 
@@ -1103,14 +1130,14 @@ def prod_vjp(g, a, axis, keepdims):
            [10.,  0.]])
     """
     if np.ndim(a) == 0:
-        return g
+        return zero_d_axis(g, axis)
     return _scale3(_others3(_v3(a, axis)), _g3(g, a, axis)).reshape(np.shape(a))
 
 
 @overload(prod_vjp)
 def _prod_vjp_nb(g, a, axis, keepdims):
-    if isinstance(a, types.Number):
-        return lambda g, a, axis, keepdims: g
+    if isinstance(a, types.Number) or a.ndim == 0:
+        return lambda g, a, axis, keepdims: zero_d_axis(g, axis)
 
     def impl(g, a, axis, keepdims):
         return _scale3(_others3(_v3(a, axis)), _g3(g, a, axis)).reshape(a.shape)
@@ -1125,7 +1152,7 @@ def prod_jvp(a_dot, a, axis, keepdims):
     6.0
     """
     if np.ndim(a) == 0:
-        return a_dot
+        return zero_d_axis(a_dot, axis)
     r = _contract3(_others3(_v3(a, axis)), _t3(a_dot, a, axis))
     r = r.reshape(_reduced_shape(np.shape(a), axis, keepdims))
     return r if r.ndim else r[()]
@@ -1133,8 +1160,8 @@ def prod_jvp(a_dot, a, axis, keepdims):
 
 @overload(prod_jvp, prefer_literal=True)
 def _prod_jvp_nb(a_dot, a, axis, keepdims):
-    if isinstance(a, types.Number):
-        return lambda a_dot, a, axis, keepdims: a_dot
+    if isinstance(a, types.Number) or a.ndim == 0:
+        return lambda a_dot, a, axis, keepdims: zero_d_axis(a_dot, axis)
     keep = _static_bool(keepdims)
     if keep is None:
         return lambda a_dot, a, axis, keepdims: literally(keepdims)
@@ -1208,14 +1235,14 @@ def prod_others_jvp(t, a, axis):
     array([0., 5., 3.])
     """
     if np.ndim(a) == 0:
-        return 0.0
+        return zero_d_axis(0.0, axis)
     return _others_jvp3(_v3(a, axis), _t3(t, a, axis)).reshape(np.shape(a))
 
 
 @overload(prod_others_jvp)
 def _prod_others_jvp_nb(t, a, axis):
-    if isinstance(a, types.Number):
-        return lambda t, a, axis: 0.0
+    if isinstance(a, types.Number) or a.ndim == 0:
+        return lambda t, a, axis: zero_d_axis(0.0, axis)
 
     def impl(t, a, axis):
         return _others_jvp3(_v3(a, axis), _t3(t, a, axis)).reshape(a.shape)
@@ -1233,7 +1260,7 @@ def extremum_jvp(a_dot, a, z, axis, keepdims):
     3.0
     """
     if np.ndim(a) == 0:
-        return a_dot
+        return zero_d_axis(a_dot, axis)
     return _like(_tie_mean3(_t3(a_dot, a, axis), _v3(a, axis), _g3(z, a, axis)), z)
 
 
@@ -1265,8 +1292,8 @@ def _tie_mean3_nb(t3, x3, z3):
 
 @overload(extremum_jvp)
 def _extremum_jvp_nb(a_dot, a, z, axis, keepdims):
-    if isinstance(a, types.Number):
-        return lambda a_dot, a, z, axis, keepdims: a_dot
+    if isinstance(a, types.Number) or a.ndim == 0:
+        return lambda a_dot, a, z, axis, keepdims: zero_d_axis(a_dot, axis)
 
     def impl(a_dot, a, z, axis, keepdims):
         return _like(_tie_mean3(_t3(a_dot, a, axis), _v3(a, axis), _g3(z, a, axis)), z)

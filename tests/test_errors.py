@@ -559,3 +559,23 @@ def test_a_sum_along_an_axis_the_array_lacks_is_an_error_in_its_gradient_too(tar
         with pytest.raises(InputError, match="AxisError"):
             s2s.jit(mean_along, target=target)(np.array(0.5), axis)
     np.testing.assert_allclose(s2s.grad(sum_along, target=target)(np.ones((2, 3)), -1), np.ones((2, 3)))
+
+
+def reductions_along(x, axis):
+    return np.prod(x, axis=axis) ** 3 + np.max(x, axis=axis) * np.min(x, axis=axis) + np.sum(x, axis=axis)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_the_derivatives_of_a_zero_d_arrays_reductions_along_axis_0(target):
+    """A 0-d array's prod, max and min along axis 0 or -1 were a bare ValueError or a CompileError in a
+    derivative on cpu (the adjoints counted no axis), and its Hessian failed on python. Analytically, at v:
+    v**3 + v**2 + v, so 3v**2 + 2v + 1 and 6v + 2."""
+    v = 0.7
+    for axis in (0, -1):
+        x = np.array(v)
+        assert s2s.grad(reductions_along, target=target)(x, axis) == pytest.approx(3 * v**2 + 2 * v + 1, rel=1e-12)
+        for jacobian in (s2s.jacfwd, s2s.jacrev):
+            assert jacobian(reductions_along, target=target)(x, axis) == pytest.approx(3 * v**2 + 2 * v + 1)
+        assert s2s.hessian(reductions_along, target=target)(x, axis) == pytest.approx(6 * v + 2, rel=1e-12)
+    with pytest.raises(InputError, match="AxisError"):
+        s2s.grad(reductions_along, target=target)(np.array(v), 1)

@@ -156,8 +156,9 @@ class ForwardTransform:
             return call("np.zeros_like", value) if is_array else const(0.0)
         k = copy.deepcopy(self.directions)
         if is_array:
-            shape = gast.BinOp(left=gast.Tuple(elts=[k], ctx=gast.Load()), op=gast.Add(),
-                               right=gast.Attribute(value=value, attr="shape", ctx=gast.Load()))
+            # a 0-d array's adjoint may be a number (Numba's and NumPy's 0-d arithmetic): np.shape takes both
+            of = call("np.shape", value) if t.ndim == 0 else gast.Attribute(value=value, attr="shape", ctx=gast.Load())
+            shape = gast.BinOp(left=gast.Tuple(elts=[k], ctx=gast.Load()), op=gast.Add(), right=of)
             return call("np.zeros", shape)
         return call("np.zeros", k)
 
