@@ -113,6 +113,7 @@ def _source_lines(code: types.CodeType, module_globals: dict) -> tuple[list[str]
     directly: ``inspect`` first looks for the code's module among every
     module loaded, which costs more than the rest of a warm start.
     """
+    linecache.checkcache(code.co_filename)  # a file edited since it was read (a module reloaded): read it again
     lines = linecache.getlines(code.co_filename, module_globals)
     if not lines:
         raise OSError("could not get source code")
@@ -138,8 +139,11 @@ def _parse_python(fn: types.FunctionType) -> Source:
         except SyntaxError as exc:
             raise S2SError(f"cannot parse the source of {fn.__qualname__}: {exc}") from exc
         node = module.body[0]
-        if not isinstance(node, gast.FunctionDef):
-            raise UnsupportedError(f"{type(node).__name__} as a function", filename, start, lines[0])
+        if not isinstance(node, gast.FunctionDef) or node.name != fn.__code__.co_name:
+            # the file changed after the function was made (and its module was not reloaded)
+            raise S2SError(f"the source of {fn.__qualname__} is no longer at line {start} of {filename}, which now "
+                           f"reads `{lines[0].strip()}`: the file changed after the function was defined; reload "
+                           "its module")
         _shift_lines(node, start - 1)
     node.decorator_list = []
     return Source(fn, fn.__name__ if fn.__name__ != "<lambda>" else "lambda_", filename, node,

@@ -523,3 +523,28 @@ def test_cache_folder_that_cannot_be_created_works_and_warns_once(tmp_path):
     blocker.write_text("a file where the cache folder's parent should be")
     _check_without_cache(tmp_path, blocker / "cache", blocker)
     assert blocker.read_text().startswith("a file")
+
+
+def test_a_reloaded_module_is_differentiated_as_it_now_reads(tmp_path, monkeypatch):
+    """In one process (a notebook's autoreload): the module's file is edited, same size, and reloaded. s2s read
+    the function through ``linecache`` without checking the file, and differentiated the old body: the
+    gradient of ``2.0 * x * x`` for ``9.0 * x * x``. An edit without a reload, which moves the function, is an
+    error, not the gradient of whatever the old line number now holds."""
+    import importlib
+
+    import s2s
+
+    path = tmp_path / "edited_model.py"
+    path.write_text("import numpy as np\n\ndef f(x):\n    return np.sum(2.0 * x * x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_model")
+    x = np.array(X)
+    for target in ("cpu", "python"):
+        np.testing.assert_allclose(s2s.grad(module.f, target=target)(x), 4.0 * x, rtol=1e-14)
+    path.write_text("import numpy as np\n\ndef f(x):\n    return np.sum(9.0 * x * x)\n\ndef h(x):\n    return x\n")
+    importlib.reload(module)
+    for target in ("cpu", "python"):
+        np.testing.assert_allclose(s2s.grad(module.f, target=target)(x), 18.0 * x, rtol=1e-14)
+    path.write_text("import numpy as np\n\n\n\n\n\ndef f(x):\n    return np.sum(x)\n\ndef h(x):\n    return x\n")
+    with pytest.raises(s2s.S2SError, match="changed after the function was defined; reload"):
+        s2s.jit(module.h, target="python")(x)
