@@ -8,9 +8,11 @@ exposed under its own name (``model_grad.loss(w, x)`` returns the gradient).
 The file imports NumPy, Numba and ``s2s_runtime`` only.
 
 With ``compiled=True`` the same functions go through :mod:`s2s.pycc` into an
-extension module of the same name that imports with NumPy alone (and SciPy
-where its code calls BLAS or LAPACK: ``@``, ``np.dot``, ``np.linalg``; it
-checks at import and raises ``ImportError`` naming SciPy).
+extension module, ``_<module>_<transform>``, and a module of the plain name
+that checks each call's arguments against the compiled signature; both
+import with NumPy alone (and SciPy where the code calls BLAS or LAPACK:
+``@``, ``np.dot``, ``np.linalg``; it checks at import and raises
+``ImportError`` naming SciPy).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ int s2s_init_{name}(PyObject *module, void *defs, void *envs, void *envgvs)
         PyObject *found = PyImport_ImportModule(*m);
         if (found == NULL) {{
             PyErr_Format(PyExc_ImportError,
-                         "{name} calls BLAS/LAPACK through SciPy (%s), which cannot be imported: "
+                         "{public} calls BLAS/LAPACK through SciPy (%s), which cannot be imported: "
                          "pip install scipy", *m);
             return -1;
         }}
@@ -72,7 +72,10 @@ def compile_extension(out_name: str, functions: list[ast.FunctionDef], constants
                       output: str) -> str:
     """Compile ``functions`` (merged by :func:`s2s.aot.merge`, reading ``constants``) into ``output``.
 
-    ``public`` maps each exported name to its ``[(entry, function name)]``.
+    ``public`` maps each exported name to its ``[(entry, function name)]``. The extension is
+    ``_<out_name>``; ``<out_name>.py`` beside it (the path returned) exposes each function after checking its
+    arguments against the signature it was compiled for: the extension reads the bytes it is given as that
+    signature's types, so a float32 or 2-D array where a 1-D float64 one was built gives garbage or a crash.
     """
     for name, options in public.items():
         if len(options) > 1:
@@ -96,27 +99,96 @@ def compile_extension(out_name: str, functions: list[ast.FunctionDef], constants
             warnings.simplefilter("ignore")
             from numba.pycc import CC
 
-            cc = CC(out_name)
+            cc = CC(f"_{out_name}")
             cc.output_dir = os.path.abspath(output)
             cc.verbose = False
             needed: set[str] = set()
+            exported = {}
             for name, ((entry, function_name),) in public.items():
                 dispatcher = getattr(module, function_name)
                 dispatcher.compile(tuple(entry.signature))
                 signature = dispatcher.nopython_signatures[-1]
                 needed.update(scipy_modules(dispatcher.inspect_llvm(signature.args)))
                 cc.export(name, signature)(dispatcher.py_func)
+                exported[name] = (_parameter_names(entry.fn, len(signature.args)), signature.args)
             if needed:
                 _check_scipy_at_import(cc, out_name, sorted(needed), tmp)
             cc.compile()
-    found = [f for f in os.listdir(output) if f.startswith(out_name + ".") and f.endswith((".so", ".pyd"))]
-    return os.path.join(output, found[0]) if found else os.path.join(output, out_name)
+    path = os.path.join(output, f"{out_name}.py")
+    with open(path + ".tmp", "w") as out:
+        out.write(_wrapper_source(out_name, exported))
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def _parameter_names(fn, count: int) -> list[str]:
+    code = getattr(fn, "__code__", None)
+    names = list(code.co_varnames[:code.co_argcount]) if code is not None else []
+    return names[:count] + [f"argument {k + 1}" for k in range(len(names), count)]
+
+
+def _kind(t) -> tuple | None:
+    """What the wrapper checks of an argument of Numba type ``t``: (dtype, ndim, layout) of an array,
+    (dtype, None, None) of a number; None for anything else (passed as it is)."""
+    from numba.core import types
+
+    if isinstance(t, types.Array):
+        return str(np.dtype(str(t.dtype))), t.ndim, t.layout
+    if isinstance(t, (types.Float, types.Integer)):
+        return str(np.dtype(str(t))), None, None
+    return None
+
+
+# The wrapper module's argument check (NumPy alone): an array of the built dtype, rank and layout, or a number
+_CHECK_SOURCE = """def _checked(function, params, kinds, args):
+    if len(args) != len(kinds):
+        raise TypeError(f"{function} takes {len(kinds)} arguments ({', '.join(params)}), got {len(args)}")
+    checked = []
+    for param, kind, a in zip(params, kinds, args):
+        if kind is None:
+            checked.append(a)
+            continue
+        dtype, ndim, layout = kind
+        if ndim is None:
+            if np.ndim(a) != 0 or not isinstance(a, (int, float, np.integer, np.floating)) \
+                    or np.dtype(dtype).kind in "iu" and not isinstance(a, (int, np.integer)):
+                raise TypeError(f"{function}: `{param}` must be a {dtype} number (the signature built); "
+                                f"got {type(a).__name__}")
+            checked.append(np.dtype(dtype).type(a).item())
+            continue
+        order = {"C": "c_contiguous", "F": "f_contiguous"}.get(layout)
+        if not isinstance(a, np.ndarray) or a.dtype != np.dtype(dtype) or a.ndim != ndim \
+                or order is not None and not getattr(a.flags, order):
+            got = f"a {a.ndim}-d {a.dtype} array" if isinstance(a, np.ndarray) else type(a).__name__
+            needs = {"C": " C-contiguous", "F": " Fortran-contiguous"}.get(layout, "")
+            raise TypeError(f"{function}: `{param}` must be a {ndim}-d{needs} {dtype} array (the signature "
+                            f"built); got {got}")
+        checked.append(a)
+    return checked
+"""
+
+
+def _wrapper_source(out_name: str, exported: dict) -> str:
+    """``<out_name>.py``: each exported function of the extension ``_<out_name>``, its arguments checked."""
+    lines = [f'"""s2s compiled build: {", ".join(sorted(exported))} ({out_name}), from the extension '
+             f'_{out_name}.', "",
+             "Each function checks its arguments against the signature it was compiled for, then calls the",
+             'extension. Imports NumPy alone."""', "", "import numpy as np", "", f"import _{out_name}",
+             "", "", _CHECK_SOURCE]
+    for name, (params, arg_types) in exported.items():
+        kinds = tuple(_kind(t) for t in arg_types)
+        lines += ["", f"def {name}(*args):",
+                  f'    """{name} for ({", ".join(str(t) for t in arg_types)})."""',
+                  f"    return _{out_name}.{name}(*_checked({name!r}, {params!r}, {kinds!r}, args))", ""]
+    return "\n".join(lines)
 
 
 def _check_scipy_at_import(cc, out_name: str, modules: list[str], folder: str) -> None:
-    """Make the extension's init import ``modules`` first (an ``ImportError`` naming SciPy if one is missing)."""
+    """Make the init of the extension ``_<out_name>`` import ``modules`` first (an ``ImportError`` naming SciPy
+    if one is missing)."""
     path = os.path.join(folder, f"s2s_init_{out_name}.c")
     with open(path, "w") as out:
-        out.write(_INIT_SOURCE.format(name=out_name, modules="".join(f'"{m}", ' for m in modules)))
+        out.write(_INIT_SOURCE.format(name=f"_{out_name}", public=out_name,
+                                      modules="".join(f'"{m}", ' for m in modules)))
     cc._mixin_sources = [*cc._mixin_sources, path]  # numba.pycc has no public hook for either
-    cc._init_function = f"s2s_init_{out_name}"
+    cc._init_function = f"s2s_init__{out_name}"

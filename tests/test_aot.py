@@ -97,7 +97,10 @@ out = []
 for call in json.loads(sys.argv[3]):
     module = importlib.import_module(call["module"])
     args = [np.array(a, dtype=d) if isinstance(a, list) else a for a, d in zip(call["args"], call["dtypes"])]
-    out.append(plain(getattr(module, call["function"])(*args)))
+    try:
+        out.append(plain(getattr(module, call["function"])(*args)))
+    except TypeError as exc:  # arguments the built signature does not take
+        out.append({"error": str(exc)})
     out[-1] = {"result": out[-1], "file": module.__file__}
 loaded = sorted(m for m, v in sys.modules.items() if v is not None and m.split(".")[0] in ("numba", "s2s_runtime"))
 print(json.dumps({"calls": out, "numba": any(m.startswith("numba") for m in loaded)}))
@@ -315,16 +318,25 @@ def test_compiled_extension_imports_without_numba(model):
                      "--signature", "f8[:], f8", "-o", str(out), "--compiled", "--quiet")
     assert done.returncode == 0, done.stderr
     (written,) = done.stdout.split()
-    assert Path(written).parent == out and Path(written).name.startswith("model_grad.")
-    assert Path(written).suffix in (".so", ".pyd") and Path(written).is_file()
-    assert not (out / "model_grad.py").exists()
+    assert Path(written) == out / "model_grad.py"  # the extension's functions, their arguments checked
+    (extension,) = [p for p in out.iterdir() if p.name.startswith("_model_grad.")]
+    assert extension.suffix in (".so", ".pyd") and extension.is_file()
 
     blocked = SOURCE_FREE + ["numba", "s2s_runtime", "scipy"]  # no BLAS here: no SciPy either
-    report = call_built(out, [call("model_grad", "loss", X), call("model_grad", "energy", X, W)], blocked)
+    wrong = [call("model_grad", "loss", X.astype(np.float32)), call("model_grad", "loss", X.reshape(-1, 1)),
+             call("model_grad", "energy", X, "0.5")]
+    report = call_built(out, [call("model_grad", "loss", X), call("model_grad", "energy", X, W)] + wrong, blocked)
     assert report["numba"] is False
-    loss, energy = (c["result"] for c in report["calls"])
+    loss, energy, *refused = (c["result"] for c in report["calls"])
     assert_close_to_jit_and_numerical(array(loss), model.jit["loss"], model.loss, (X,), 0)
     assert_close_to_jit_and_numerical(array(energy), model.jit["energy"], model.energy, (X, W), 0)
+    # the extension reads the bytes it is given as the built types: a float32 or 2-D array gave garbage, or
+    # a crash; the wrapper refuses them, naming the argument
+    assert refused == [{"error": "loss: `x` must be a 1-d float64 array (the signature built); got a 1-d "
+                                 "float32 array"},
+                       {"error": "loss: `x` must be a 1-d float64 array (the signature built); got a 2-d "
+                                 "float64 array"},
+                       {"error": "energy: `w` must be a float64 number (the signature built); got str"}]
 
 
 def test_compiled_extension_with_blas_names_scipy_where_it_is_missing(model):
