@@ -13,7 +13,10 @@ code also holds the helpers it calls, from other files, so the runtime's
 helpers are kept in a folder of their own, ``runtime-<digest>`` in s2s's cache
 folder, where the digest covers every source file of the runtime: a changed
 runtime never loads an old helper. A file there that cannot be read back (a
-damaged or truncated one) is a warning and a compile, never an error. Saves
+damaged or truncated one) is a warning and a compile, never an error: each
+data file ends in the SHA-256 of its contents, checked before Numba reads it
+(machine code read from a damaged file could abort the process inside LLVM),
+and an index that cannot be read is written again. Saves
 take a file lock: Numba names a new data file from the index it has read, so
 two processes saving at once could otherwise give two signatures one file
 (a load also checks the signature it gets). Where s2s's cache folder cannot be
@@ -29,6 +32,7 @@ import atexit
 import functools
 import hashlib
 import os
+import pickle
 import shutil
 import tempfile
 import warnings
@@ -81,6 +85,7 @@ class RuntimeLocator(_LOCATOR_BASE or object):
     def __init__(self, py_func, py_file):
         self._lineno = py_func.__code__.co_firstlineno
         self._path = os.path.join(cache_root(), f"runtime-{runtime_digest()}")
+        _FOLDERS.add(self._path)
 
     def get_cache_path(self) -> str:
         return self._path
@@ -100,6 +105,7 @@ class RuntimeLocator(_LOCATOR_BASE or object):
             locator.ensure_cache_path()
         except OSError:  # no writable cache folder: a folder of this process's own (not Numba's locators)
             locator._path = _process_folder()
+            _FOLDERS.add(locator._path)
         return locator
 
 
@@ -125,7 +131,35 @@ def register_jitable(*args, **kwargs):
 
 _numba_load_overload = caching.Cache.load_overload
 _numba_save_overload = caching.Cache.save_overload
+_numba_load_data = caching.IndexDataCacheFile._load_data
+_numba_save_data = caching.IndexDataCacheFile._save_data
 _warned: set[str] = set()
+_FOLDERS: set[str] = set()  # the folders of the runtime's caches
+_DIGEST = 32  # bytes of SHA-256 at the end of each of their data files
+
+
+class DamagedFile(Exception):
+    """A runtime helper's data file whose contents do not match the digest it ends in."""
+
+
+def _load_data(cache_file, name):
+    """Numba's read of a data file; for the runtime's, its digest checked first."""
+    if cache_file._cache_path not in _FOLDERS:
+        return _numba_load_data(cache_file, name)
+    with open(cache_file._data_path(name), "rb") as f:
+        data = f.read()
+    if len(data) < _DIGEST or hashlib.sha256(data[:-_DIGEST]).digest() != data[-_DIGEST:]:
+        raise DamagedFile(name)
+    return pickle.loads(data[:-_DIGEST])
+
+
+def _save_data(cache_file, name, data):
+    """Numba's write of a data file; for the runtime's, with the digest of its contents at the end."""
+    if cache_file._cache_path not in _FOLDERS:
+        return _numba_save_data(cache_file, name, data)
+    data = cache_file._dump(data)
+    with cache_file._open_for_write(cache_file._data_path(name)) as f:
+        f.write(data + hashlib.sha256(data).digest())
 
 
 def _ours(cache) -> bool:
@@ -156,6 +190,10 @@ def _save_overload(cache, sig, data):
     if not _ours(cache):
         return _numba_save_overload(cache, sig, data)
     with filelock.FileLock(os.path.join(cache._cache_path, ".lock")):
+        try:
+            cache._cache_file._load_index()
+        except Exception:  # noqa: BLE001 (a damaged index: unpickling random bytes raises anything)
+            os.remove(cache._cache_file._index_path)  # its functions compile again, once
         return _numba_save_overload(cache, sig, data)
 
 
@@ -163,3 +201,5 @@ if INSTALLED and RuntimeLocator not in _CACHE_IMPL._locator_classes:
     _CACHE_IMPL._locator_classes.insert(0, RuntimeLocator)
     caching.Cache.load_overload = _load_overload
     caching.Cache.save_overload = _save_overload
+    caching.IndexDataCacheFile._load_data = _load_data
+    caching.IndexDataCacheFile._save_data = _save_data

@@ -85,6 +85,30 @@ def test_a_later_process_loads_helpers_and_survives_damaged_ones(tmp_path):
     assert not helpers(run(tmp_path, cache, 6))  # and written back whole
 
 
+def _overwrite_the_middle(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2:len(data) // 2 + 8] = b"\x13\x37XYZ\x00\xff1"
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("kind", ["nbi", "nbc"])
+def test_files_damaged_in_the_middle_are_compiled_again(tmp_path, kind):
+    """Eight bytes overwritten in the middle of each index (``.nbi``) or data file (``.nbc``): an index made
+    every later process fail with a CompileError (UnicodeDecodeError), since it was read again to save; a data
+    file whose pickle still loaded gave LLVM damaged machine code, which aborted the process. Now: a warning,
+    a compile, the right gradient, and files a later process loads."""
+    cache = tmp_path / "cache"
+    run(tmp_path, cache, 3)
+    folder, = cache.glob("runtime-*")
+    for path in folder.glob(f"*.{kind}"):
+        _overwrite_the_middle(path)
+    damaged = run(tmp_path, cache, 4)
+    assert helpers(damaged), damaged["compiled"]
+    assert any("cannot be read" in w for w in damaged["warnings"]), damaged["warnings"]
+    healed = run(tmp_path, cache, 5)
+    assert not helpers(healed) and not healed["warnings"], healed
+
+
 def test_two_processes_saving_helpers_at_once(tmp_path):
     """Each saves the helpers for its own argument types into one folder (under the lock); a third process
     loads both sets and gets both gradients right."""
