@@ -366,7 +366,8 @@ class Transformed(Specialised):
                 gs = gs[n:]
             return out[0] if single else tuple(out)
 
-        inner_tree = self.fn.output_tree(values) if isinstance(self.fn, Transformed) else None
+        inner_tree = self.fn.output_tree(values, len(out)) if isinstance(self.fn, Transformed) \
+            and isinstance(out, tuple) else None
         if inner_tree is not None and self.transform in ("jacfwd", "jacrev") and not self.has_aux:
             # the inner transform returns a container of derivatives: one Jacobian per leaf, rebuilt
             return tree_unflatten(inner_tree, [derivatives(o) for o in out])
@@ -427,21 +428,32 @@ class Transformed(Specialised):
         """``aux``, the auxiliary value of a ``has_aux`` function, in its containers."""
         return outputs.rebuild(self.returned()[1], aux) if isinstance(aux, tuple) else aux
 
-    def output_tree(self, values):
-        """The container structure of this transform's result for ``values`` (None when it is one array).
+    def output_tree(self, values, leaves: int):
+        """The container structure of this transform's result for ``values``, ``leaves`` arrays in all (None
+        when it is one array). A Jacobian nests the function's output structure over its inputs' (JAX's rule).
 
         >>> import s2s
         >>> s2s.grad(lambda p: p[0] * p[1])((1.0, 2.0)) == (2.0, 1.0)
         True
-        >>> s2s.grad(lambda p: p[0] * p[1]).output_tree(((1.0, 2.0),)).kind
+        >>> s2s.grad(lambda p: p[0] * p[1]).output_tree(((1.0, 2.0),), 2).kind
         'tuple'
         """
         if self.transform not in ("grad", "jacfwd", "jacrev") or self.has_aux:
             return None
         trees = [tree_flatten(values[k])[1] for k in self.nums(len(values))]
         if isinstance(self.argnums, int):
-            return trees[0] if trees[0].kind != "leaf" else None
-        return tree_flatten(tuple(tree_unflatten(t, [0.0] * t.num_leaves) for t in trees))[1]
+            inputs = trees[0]
+        else:
+            inputs = tree_flatten(tuple(tree_unflatten(t, [0.0] * t.num_leaves) for t in trees))[1]
+        if self.transform != "grad":  # one block of the inputs' structure per output leaf
+            per_output = leaves // max(inputs.num_leaves, 1)
+            returned = self.returned()[0]
+            if returned is None and per_output > 1:  # a flat tuple
+                returned = tree_flatten((0.0,) * per_output)[1]
+            if returned is not None and returned.num_leaves == per_output:
+                block = tree_unflatten(inputs, [0.0] * inputs.num_leaves)
+                inputs = tree_flatten(tree_unflatten(returned, [block] * per_output))[1]
+        return inputs if inputs.kind != "leaf" else None
 
     def _explain(self, exc: Exception, values, names) -> Exception:
         """An error naming the argument and the line, found by running the original in Python."""
