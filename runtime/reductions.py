@@ -916,7 +916,7 @@ def _matrix_weight_derivative(x, p):
     norms (the weights are piecewise constant); the singular value norms' is not built."""
     if p == 2.0 or p == -2.0 or p == 0.0:
         raise NotImplementedError("s2s: the second derivative of np.linalg.norm(x, 2), (x, -2) or (x, 'nuc') of "
-                                  "a matrix is not supported")
+                                  "a matrix")  # s2s.api names it as unsupported, at the user's function
     return np.zeros(x.shape, x.dtype)
 
 

@@ -30,7 +30,7 @@ from .backend import compile_quietly, load
 from .build import Builder
 from .cache import default_cache
 from .entries import Entry, Specialised, entry_key
-from .errors import InputError, S2SError
+from .errors import InputError, S2SError, UnsupportedError
 from .frontend import parse
 from .generated import Module
 from .ir import TransformRequest
@@ -474,6 +474,11 @@ class Transformed(Specialised):
             message = (f"{self.__name__} fails on these arguments: {type(original).__name__}: {original}"
                        + (f" ({shapes})" if shapes else ""))
             return InputError(message, where.filename if where else None, where.lineno if where else None, line)
+        if isinstance(exc, NotImplementedError) and str(exc).startswith("s2s: ") and inspect.isfunction(original_fn):
+            # a derivative the runtime does not compute, found on these arguments (np.linalg.norm(A, 2)'s second)
+            lines, start = inspect.getsourcelines(original_fn)
+            return UnsupportedError(str(exc)[len("s2s: "):], inspect.getsourcefile(original_fn), start,
+                                    lines[0].rstrip())
         return exc
 
     def source(self, *args, **kwargs) -> str:
