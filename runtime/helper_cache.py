@@ -42,7 +42,7 @@ from numba.core import caching
 from numba.core.extending import overload as _numba_overload
 from numba.core.extending import register_jitable as _numba_register_jitable
 
-__all__ = ["cache_root", "overload", "register_jitable", "RuntimeLocator", "INSTALLED"]
+__all__ = ["cache_root", "disk_cache_off", "overload", "register_jitable", "RuntimeLocator", "INSTALLED"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -57,6 +57,12 @@ def cache_root() -> str:
         return platformdirs.user_cache_dir("s2s")
     except ImportError:  # s2s_runtime alone, as an AOT-built module ships it
         return os.path.join(os.path.expanduser("~"), ".cache", "s2s")
+
+
+def disk_cache_off() -> bool:
+    """``S2S_DISK_CACHE=0``: nothing is kept on disk, the runtime's helpers and vector-math kernels included
+    (they go to a folder of the process, removed at exit)."""
+    return os.environ.get("S2S_DISK_CACHE", "1") == "0"
 
 
 @functools.cache
@@ -84,7 +90,8 @@ class RuntimeLocator(_LOCATOR_BASE or object):
 
     def __init__(self, py_func, py_file):
         self._lineno = py_func.__code__.co_firstlineno
-        self._path = os.path.join(cache_root(), f"runtime-{runtime_digest()}")
+        root = _process_folder() if disk_cache_off() else cache_root()
+        self._path = os.path.join(root, f"runtime-{runtime_digest()}")
         _FOLDERS.add(self._path)
 
     def get_cache_path(self) -> str:

@@ -60,7 +60,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.extending import intrinsic, overload, register_jitable
 
-from .helper_cache import cache_root
+from .helper_cache import _process_folder, cache_root, disk_cache_off
 from .helper_cache import overload as cached_overload
 
 __all__ = ["reduce_add", "sum", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos",
@@ -661,8 +661,8 @@ _LINKED_INTO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # library
 
 
 def _ir_folder() -> str:
-    """``vmath`` in s2s's cache folder."""
-    return os.path.join(cache_root(), "vmath")
+    """``vmath`` in s2s's cache folder (in the process's own with ``S2S_DISK_CACHE=0``)."""
+    return os.path.join(_process_folder() if disk_cache_off() else cache_root(), "vmath")
 
 
 @functools.cache

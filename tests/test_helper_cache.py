@@ -43,10 +43,11 @@ SCRIPT = COUNT_COMPILES + textwrap.dedent('''
 ''')
 
 
-def start(tmp_path, cache, power, *more):
+def start(tmp_path, cache, power, *more, disk_cache="1"):
     script = tmp_path / "helpers.py"
     script.write_text(SCRIPT)
-    env = dict(os.environ, S2S_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    env = dict(os.environ, S2S_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               S2S_DISK_CACHE=disk_cache)
     return subprocess.Popen([sys.executable, str(script), str(power), str(tmp_path), *more], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
 
@@ -107,6 +108,13 @@ def test_files_damaged_in_the_middle_are_compiled_again(tmp_path, kind):
     assert any("cannot be read" in w for w in damaged["warnings"]), damaged["warnings"]
     healed = run(tmp_path, cache, 5)
     assert not helpers(healed) and not healed["warnings"], healed
+
+
+def test_with_the_disk_cache_off_nothing_is_written(tmp_path):
+    """``S2S_DISK_CACHE=0`` kept no entry, but wrote the runtime's helpers and kernels to the cache folder."""
+    cache = tmp_path / "cache"
+    result_of(start(tmp_path, cache, 3, disk_cache="0"))
+    assert not cache.exists() or not any(cache.iterdir()), sorted(cache.iterdir())
 
 
 def test_two_processes_saving_helpers_at_once(tmp_path):
