@@ -268,3 +268,40 @@ def test_the_hessian_of_a_vector_function_is_each_outputs(target):
     for i in range(3):
         expected[i, i, i] = 2.0 * np.cos(x[i]) - x[i] * np.sin(x[i])
     np.testing.assert_allclose(s2s.hessian(sines_times_x, target=target)(x), expected, atol=1e-14)
+
+
+def sine_of_sine(x):
+    y = x
+    for _ in range(2):
+        y = np.sin(y)
+    return y
+
+
+def grown_while_small(x):
+    y = x * 1.0
+    k = 0
+    while np.max(np.abs(y)) < 3.0 and k < 4:
+        y += np.sin(y)
+        k += 1
+    return np.sum(y ** 3), y
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_the_hessian_of_a_vector_function_whose_loop_rebinds_an_array(target):
+    """``jacrev`` of a vector function splits its sweeps, and a loop that rebinds an array keeps the old
+    arrays in a list tape the adjoint sweep pops. A Hessian differentiates both sweeps; the tape's tangent was
+    dropped where it left the forward sweep (``rt.keep_tape``), so the Hessian was all zeros without an error.
+    Checked analytically, and by differences of differences."""
+    x = np.array([0.6, -0.4, 0.5])
+    expected = np.zeros((3, 3, 3))
+    i = np.arange(3)
+    expected[i, i, i] = -np.sin(np.sin(x)) * np.cos(x) ** 2 - np.cos(np.sin(x)) * np.sin(x)
+    for second in (s2s.hessian, lambda f, target: s2s.jacrev(s2s.jacrev(f, target=target), target=target)):
+        np.testing.assert_allclose(second(sine_of_sine, target=target)(x), expected, atol=1e-14)
+    total, rows = s2s.hessian(grown_while_small, target=target)(x)
+    for got, part in ((total, 0), (rows, 1)):
+        def item(w, part=part):
+            return grown_while_small(w)[part]
+
+        differences = fd_jacobian(lambda z, item=item: fd_jacobian(item, z, 1e-4), x, 1e-4)
+        np.testing.assert_allclose(got, differences, rtol=1e-6, atol=1e-6)

@@ -119,6 +119,8 @@ def is_float_type(t) -> bool:
         return any(is_float_type(e) for e in t.types)
     if isinstance(t, types.List):
         return is_float_type(t.dtype)
+    if isinstance(t, types.ListType):  # a typed list: a split vjp's tape leaving the forward sweep
+        return is_float_type(t.item_type)
     return False
 
 

@@ -385,6 +385,9 @@ class ForwardTransform:
         if _is_zero(expr):
             return None
         expr = _Literal().visit(expr)
+        if isinstance(self.typed.type_of(z), (types.List, types.ListType)):
+            expr.s2s_whole = self.directions is not None  # a list's tangent: its items', each of every direction
+            return expr
         full = [self.typed.ndim(arg.id) == z_ndim for param, arg in bound.items()
                 if param not in rule.nondiff and isinstance(arg, gast.Name) and self.active(arg)]
         if z_ndim and full and all(full) and rule.stacks:

@@ -44,6 +44,7 @@ from collections import Counter
 import gast
 
 from ..astutil import assign, call, name, names_read
+from ..naming import Namer
 from ..rules import lookup_spelling
 from .record import placeholder
 
@@ -181,9 +182,11 @@ def split(body: list, params: list[str], seed: str, types_: dict, alias_class, s
     for v in mutable:  # a copy would no longer share memory with the other names of its array
         if (alias_class(v) - {v}) & (set(tape) | set(params)):
             return None
-    kept = gast.Tuple(elts=[call("rt.keep_tape", name(v)) if v in lists else name(v) for v in tape],
-                      ctx=gast.Load())
-    fwd = pre + fwd + [gast.Return(value=gast.Tuple(elts=[value, kept], ctx=gast.Load()))]
+    # a list leaves as a name of its own: a Hessian differentiates the sweeps, and the tape's tangent follows it
+    namer = Namer({n.id for n in gast.walk(gast.Module(body=body, type_ignores=[])) if isinstance(n, gast.Name)})
+    keep = {v: assign(namer.fresh(f"{v}_kept"), call("rt.keep_tape", name(v))) for v in tape if v in lists}
+    kept = gast.Tuple(elts=[name(keep[v].targets[0].id) if v in keep else name(v) for v in tape], ctx=gast.Load())
+    fwd = pre + fwd + list(keep.values()) + [gast.Return(value=gast.Tuple(elts=[value, kept], ctx=gast.Load()))]
     own = [assign(v, gast.List(elts=[], ctx=gast.Load())) for v in fresh] \
         + [assign(v, call("rt.copy_tape", name(v))) for v in mutable]
     return fwd, own + rev + [gast.Return(value=derivatives)], tape

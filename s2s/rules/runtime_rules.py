@@ -105,8 +105,10 @@ defnondiff("state", rt.revolve_next)
 _RULES[rt.revolve_next] = dataclasses.replace(_RULES[rt.revolve_next], pure=False)  # it advances `state`
 defrule(rt.snapshot_slots, "x, k", nondiff=("k",), fresh=True, jvp="rt.snapshot_slots(x_dot, k)")
 defrule(rt.snapshot_of, "x, slot", nondiff=("slot",), fresh=True, jvp="rt.snapshot_of(x_dot, slot)")
-defnondiff("item", rt.keep_tape)  # split-mode vjp: a tape item leaving the forward sweep
-defnondiff("item", rt.copy_tape, fresh=True)  # the adjoint sweep's own copy of an item it changes
+# split-mode vjp: a tape item leaving the forward sweep, and the adjoint sweep's own copy of an item it changes;
+# their tangents are the tangent tape's (a Hessian differentiates the sweeps, and the tape holds active values)
+defrule(rt.keep_tape, "item", jvp="rt.keep_tape(item_dot)")
+defrule(rt.copy_tape, "item", fresh=True, jvp="rt.copy_tape(item_dot)")
 
 defrule(rt.contract, "g, jacobian", jvp="rt.contract(g_dot, jacobian) + rt.contract(g, jacobian_dot)")
 
