@@ -155,15 +155,35 @@ class Vmapped(Specialised):
         except Exception as exc:  # a raw error of an example's values (an index out of range)
             raise self._explain(exc, leaves, axes, structures, batch) from exc
         on_device = any(is_device_array(o) for o in (out if isinstance(out, tuple) else (out,)))
+        template, _ = entry.example
+        if on_device and self.out_axes == 0 and not any(isinstance(o, tuple) for o in (
+                template if isinstance(template, tuple) else ())):
+            self._add_device_path(args, entry)
+        return self._outputs(out, entry, on_device)
+
+    def _outputs(self, out, entry: Entry, on_device: bool = False):
+        """What the batched loop of ``entry`` returned (the leaves of its outputs), in the outputs' containers
+        with the batch axis at ``out_axes``."""
+        out = self._arranged(out, entry, 0)
+        return out if on_device else self._rebuilt(out, entry)
+
+    def _arranged(self, out, entry: Entry, leading: int):
+        """The loop's outputs nested as the function returns them, each batch axis where its vmap's out_axes
+        puts it: this vmap's at ``leading`` (after the axes of the vmaps around it), an inner vmap's after it."""
         template, example = entry.example
         if any(isinstance(o, tuple) for o in (template if isinstance(template, tuple) else ())):
             out = _nest(template, iter(out))  # the batched loop returns the leaves of nested outputs
-        out = _move(out, self.out_axes)
-        if isinstance(self.inner, Transformed) and not on_device:  # derivatives shaped as their arguments
-            out = self.inner._outputs(out, example)
-        elif on_device and self.out_axes in (0, None) and not any(isinstance(o, tuple) for o in (
-                template if isinstance(template, tuple) else ())):
-            self._add_device_path(args, entry)
+        if isinstance(self.inner, Vmapped):
+            out = self.inner._arranged(out, self.inner.entry(example), leading + 1)
+        return _move(out, self.out_axes, leading)
+
+    def _rebuilt(self, out, entry: Entry):
+        """``out`` in the containers (dicts, dataclasses) the batched function returns."""
+        _, example = entry.example
+        if isinstance(self.inner, Transformed):  # derivatives shaped as their arguments
+            return self.inner._outputs(out, example)
+        if isinstance(self.inner, Vmapped):
+            return self.inner._rebuilt(out, self.inner.entry(example))
         return out
 
     def _no_examples(self, leaves, axes, structures):
@@ -305,7 +325,9 @@ def _pick(leaf, axis, k: int = 0):
     if is_device_array(leaf):
         part = leaf if axis is None else leaf[(slice(None),) * axis + (k,)]
         return part.copy_to_host() if is_device_array(part) else part
-    return leaf if axis is None else np.take(leaf, k, axis=axis)
+    if axis is None:  # an example runs alone to learn its outputs, or to explain an error: not on the caller's
+        return np.copy(leaf) if isinstance(leaf, np.ndarray) else leaf
+    return np.take(leaf, k, axis=axis)
 
 
 def _without_vector_math(inner):
@@ -412,16 +434,44 @@ def _example(leaves, axes, structures, k: int = 0) -> tuple:
     return tuple(out)
 
 
-def _move(out, out_axes):
+def _move(out, out_axes, leading: int = 0):
+    """Each output's batch axis, at ``leading``, moved to its ``out_axes`` entry (after the ``leading`` axes of
+    the vmaps around this one); an output with entry None is one example's, which must be every example's."""
     if isinstance(out, tuple):
         axes = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(out)
-        return tuple(_move(o, a) for o, a in zip(out, axes))
-    if out_axes in (0, None) or np.ndim(out) == 0:
+        if len(axes) != len(out):
+            raise InputError(f"vmap's out_axes {tuple(out_axes)!r} has {len(axes)} entries for {len(out)} outputs")
+        return tuple(_move(o, a, leading) for o, a in zip(out, axes))
+    if isinstance(out_axes, (tuple, list)):
+        raise InputError(f"vmap's out_axes {tuple(out_axes)!r} is a tuple, but the function returns one output")
+    if out_axes is None:
+        return _unbatched(out, leading)
+    ndim = np.ndim(out)
+    if ndim == 0:
+        return out
+    if not leading - ndim <= out_axes < ndim - leading:
+        raise InputError(f"vmap's out_axes {out_axes} is out of range for an output of {ndim - leading - 1} axes "
+                         "per example")
+    destination = out_axes + leading if out_axes >= 0 else out_axes
+    if destination % ndim == leading:
         return out
     if is_device_array(out):
         raise InputError(f"out_axes={out_axes} needs the outputs on the host: with device arrays the batch axis "
                          "of an output is axis 0")
-    return np.moveaxis(out, 0, out_axes)
+    return np.moveaxis(out, leading, destination)
+
+
+def _unbatched(out, leading: int):
+    """An output of out_axes None: the first example's, where every example's is the same (as in JAX, an
+    output that depends on a batched argument cannot have out_axes None)."""
+    if is_device_array(out):
+        raise InputError("out_axes=None needs the outputs on the host")
+    first = np.take(out, 0, axis=leading) if np.shape(out)[leading] else None
+    if first is None or not np.array_equal(out, np.broadcast_to(np.expand_dims(first, leading), np.shape(out)),
+                                           equal_nan=True):
+        raise InputError("vmap's out_axes is None for an output that differs between the examples: give it a "
+                         "batch axis (an int)")
+    return first
 
 
 def vmap(fn=None, in_axes=0, out_axes=0, target: str = "cpu") -> Vmapped:

@@ -357,3 +357,78 @@ def test_jit_of_a_vmap_is_the_vmap():
     batched = s2s.vmap(scaled_sin, in_axes=(0, None))
     assert s2s.jit(batched) is batched
     np.testing.assert_allclose(s2s.jit(batched)(XB, 2.0), np.sin(XB) * 2.0, rtol=1e-12)
+
+
+def doubled(x):
+    return x * 2.0
+
+
+def doubled_and_summed(x):
+    return x * 2.0, (np.sum(x), x[0])
+
+
+def weighted_tanh(p, x):
+    return np.sum(np.tanh(p["w"] * x)) * p["b"] ** 2
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_vmap_of_a_vmap_keeps_the_inner_out_axes_and_containers(target):
+    """The outer vmap called the inner one's compiled loop and skipped what the inner vmap does after it: its
+    out_axes were ignored (a (2, 4, 3) result for (2, 3, 4)), and a dict or nested tuple came back as a flat
+    tuple (the dict's leaves in key order: `gw, gb = g` swapped the gradients)."""
+    a = np.arange(24.0).reshape(2, 4, 3) / 10
+    inner = s2s.vmap(doubled, out_axes=1, target=target)
+    np.testing.assert_allclose(s2s.vmap(inner, target=target)(a), np.stack([inner(e) for e in a]))
+    np.testing.assert_allclose(s2s.vmap(inner, out_axes=1, target=target)(a),
+                               np.stack([inner(e) for e in a], axis=1))
+    twice, (sums, firsts) = s2s.vmap(s2s.vmap(doubled_and_summed, target=target), target=target)(a)
+    np.testing.assert_allclose(twice, 2.0 * a)
+    np.testing.assert_allclose(sums, a.sum(axis=2))
+    np.testing.assert_allclose(firsts, a[:, :, 0])
+    p = {"w": np.array([1.0, -0.5, 2.0]), "b": 0.7}
+    per_example = s2s.vmap(s2s.vmap(s2s.grad(weighted_tanh, target=target), in_axes=(None, 0), target=target),
+                           in_axes=(None, 0), target=target)(p, a)
+    assert sorted(per_example) == ["b", "w"]
+    for i, j in np.ndindex(2, 4):
+        def of_w(w, x=a[i, j]):
+            return weighted_tanh({"w": w, "b": p["b"]}, x)
+
+        def of_b(b, x=a[i, j]):
+            return weighted_tanh({"w": p["w"], "b": b}, x)
+
+        np.testing.assert_allclose(per_example["w"][i, j], numerical_grad(of_w, (p["w"],), 0), rtol=1e-7)
+        assert per_example["b"][i, j] == pytest.approx(numerical_grad(of_b, (p["b"],), 0), rel=1e-7)
+
+
+def total_and_scaled(x, w):
+    return np.sum(x), w * 3.0
+
+
+def counted(x, count):
+    count[0] += 1.0
+    return x * 2.0
+
+
+def test_out_axes_none_and_the_number_of_out_axes():
+    """An out_axes tuple shorter than the outputs dropped outputs, and None was taken as 0: as in JAX, None
+    is one example's output (which must be every example's), and a tuple has one entry per output."""
+    x, w = np.arange(6.0).reshape(2, 3), np.array([1.0, -2.0, 0.5, 4.0])
+    sums, scaled = s2s.vmap(total_and_scaled, in_axes=(0, None), out_axes=(0, None))(x, w)
+    np.testing.assert_allclose(sums, x.sum(axis=1))
+    np.testing.assert_allclose(scaled, 3.0 * w)
+    with pytest.raises(InputError, match="differs between the examples"):
+        s2s.vmap(doubled, out_axes=None)(x)
+    with pytest.raises(InputError, match="has 1 entries for 2 outputs"):
+        s2s.vmap(total_and_scaled, in_axes=(0, None), out_axes=(0,))(x, w)
+    with pytest.raises(InputError, match="out of range"):
+        s2s.vmap(doubled, out_axes=2)(x)
+
+
+@pytest.mark.parametrize("target", ["cpu", "parallel", "python"])
+def test_a_shared_array_the_function_writes_into_is_written_once_per_example(target):
+    """The first call ran example 0 once more, on the caller's own shared array, to learn the outputs'
+    shapes: a counter of 3 examples read 4, and a sum carried in it was wrong on the first call."""
+    count = np.zeros(1)
+    out = s2s.vmap(counted, in_axes=(0, None), target=target)(np.ones((3, 2)), count)
+    np.testing.assert_allclose(out, 2.0 * np.ones((3, 2)))
+    assert count[0] == 3.0
