@@ -19,6 +19,7 @@ implementation beside the NumPy one.
 from __future__ import annotations
 
 import numpy as np
+from numba import vectorize
 from numba.core import errors, types
 from numba.np import numpy_support
 
@@ -31,7 +32,7 @@ __all__ = ["correlate_vjp_a", "correlate_vjp_v", "sort_jvp", "sort_vjp", "diff_v
            "cumprod_vjp", "cumprod_hvp", "cumprod_vjp_jvp", "var", "std", "kron", "kron_vjp_a", "kron_vjp_b",
            "interp_slope", "interp_vjp_fp", "interp_vjp_fp_dx", "tril_half", "sym", "eigh_w", "eigh_v", "eigh_f",
            "pair_diff", "pair_diff_vjp", "slogdet_sign", "slogdet_logdet", "ndim", "diag_vjp", "polyval_d",
-           "polyval_vjp_p", "int_power"]
+           "polyval_vjp_p", "int_power", "fmod"]
 
 
 @register_jitable
@@ -797,3 +798,31 @@ def int_power(a, b):
         raise ValueError("s2s: an integer to a negative integer power is a float in Python, and compiled "
                          "integers stay integers: write float(a) ** b")
     return a ** b
+
+
+def fmod(x1, x2):
+    """``np.fmod``: the remainder of the division truncated toward zero, with the sign of ``x1``; Numba's
+    gives the floored remainder of integers (``np.fmod(-7, 2)`` is 1 there, -1 in NumPy).
+
+    >>> fmod(np.array([-7, 7, 3]), np.array([2, -2, -1]))
+    array([-1,  1,  0])
+    """
+    return np.fmod(x1, x2)
+
+
+@vectorize
+def _int_fmod(a, b):
+    if b == 0 or b == 1 or b == -1:  # NumPy: 0 (and a warning for 0; -2**63 by -1 would overflow)
+        return a - a
+    r = a % b  # Python's floored remainder: the sign of b
+    return r - b if r != 0 and (r < 0) != (a < 0) else r
+
+
+@overload(fmod)
+def _fmod_nb(x1, x2):
+    def integers(t):
+        return isinstance(t.dtype if isinstance(t, types.Array) else t, (types.Integer, types.Boolean))
+
+    if integers(x1) and integers(x2):
+        return lambda x1, x2: _int_fmod(x1, x2)
+    return lambda x1, x2: np.fmod(x1, x2)

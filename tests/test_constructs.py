@@ -1275,3 +1275,25 @@ def test_the_adjoints_of_correlate_follow_numpy_swapping_a_shorter_first_operand
                                   [[0.0, 0.0, 1.0, 2.0], [0.0, 1.0, 2.0, 0.0], [1.0, 2.0, 0.0, 0.0]])
     np.testing.assert_array_equal(s2s.jacrev(correlated, argnums=0, target=target)(v, a),
                                   s2s.jacfwd(correlated, argnums=0, target=target)(v, a))
+
+
+def integer_fmod(a, b):
+    return np.fmod(a, b)
+
+
+def integer_fmod_in_a_loop(a, b):
+    out = np.zeros(a.shape[0], np.int64)
+    for i in range(a.shape[0]):
+        out[i] = np.fmod(a[i], b[i]) * 3
+    return out
+
+
+@targets
+def test_fmod_of_integers_keeps_the_sign_of_the_dividend(target):
+    """Numba's np.fmod of integers is the floored remainder (np.fmod(-7, 2) was 1, NumPy's -1), of arrays and
+    of numbers: generated code calls rt.fmod."""
+    a, b = np.array([-7, 7, 3, -9, 8, 5]), np.array([2, -2, -1, 4, -3, 7])
+    np.testing.assert_array_equal(s2s.jit(integer_fmod, target=target)(a, b), np.fmod(a, b))
+    np.testing.assert_array_equal(s2s.jit(integer_fmod_in_a_loop, target=target)(a, b), np.fmod(a, b) * 3)
+    x, y = np.array([-7.5, 7.25, 2.5]), np.array([2.0, -2.0, -1.5])
+    np.testing.assert_array_equal(s2s.jit(integer_fmod, target=target)(x, y), np.fmod(x, y))

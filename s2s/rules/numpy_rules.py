@@ -300,8 +300,8 @@ defrule(np.logaddexp2, "x1, x2", jvp="x1_dot * np.exp2(x1 - z) + x2_dot * np.exp
 defrule(np.float_power, "x1, x2", jvp="x1_dot * x2 * x1 ** (x2 - 1.0) + x2_dot * z * np.log(x1 + (x1 == 0))",
         vjp=("rt.unbroadcast(z_adj * x2 * x1 ** (x2 - 1.0), x1)",
              "rt.unbroadcast(z_adj * z * np.log(x1 + (x1 == 0)), x2)"), broadcasting=True)
-for _fn, _quotient in ((np.remainder, "np.floor"), (np.fmod, "np.trunc")):  # x1 - q(x1 / x2) * x2
-    defrule(_fn, "x1, x2", jvp=f"x1_dot - x2_dot * {_quotient}(x1 / x2)",
+for _fn, _quotient, _impl in ((np.remainder, "np.floor", None), (np.fmod, "np.trunc", "rt.fmod")):  # x1 - q(x1/x2)*x2
+    defrule(_fn, "x1, x2", jvp=f"x1_dot - x2_dot * {_quotient}(x1 / x2)", impl=_impl,  # Numba's int fmod floors
             vjp=("rt.unbroadcast(z_adj, x1)", f"rt.unbroadcast(-z_adj * {_quotient}(x1 / x2), x2)"), broadcasting=True)
 defrule(np.copysign, "x1, x2", nondiff=("x2",), jvp="x1_dot * np.copysign(1.0, x1) * np.copysign(1.0, x2)",
         vjp="rt.unbroadcast(z_adj * np.copysign(1.0, x1) * np.copysign(1.0, x2), x1)", broadcasting=True)
