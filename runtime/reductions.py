@@ -758,8 +758,18 @@ def _norm_nb(x, ord=None, axis=None, keepdims=False):
     if _ord_kind(ord) == "nuc":  # Numba's norm has no nuclear norm: the sum of the singular values
         return lambda x, ord=None, axis=None, keepdims=False: np.sum(
             np.linalg.svd(np.ascontiguousarray(x), full_matrices=False)[1])
-    if _matrix_norm(x.ndim, _is_none(axis), _ord_kind(ord)):  # Numba's own (an SVD for ord 2)
-        return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x, ord)
+    if _matrix_norm(x.ndim, _is_none(axis), _ord_kind(ord)):  # Numba's own (an SVD for ord 2), in x's dtype
+        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
+
+        def matrix(x, ord=None, axis=None, keepdims=False):
+            p = _matrix_ord(ord, x, axis)
+            if p == 2.0 or p == -2.0:
+                return dtype(np.linalg.norm(x, ord))
+            # the largest or smallest column (1) or row (inf) sum of magnitudes, NaN kept (Numba's drops it)
+            sums = np.sum(np.abs(x), axis=0 if p == 1.0 or p == -1.0 else 1)
+            return dtype(amax(sums) if p > 0 else amin(sums))
+
+        return matrix
     keep = _static_bool(keepdims)
     if keep is None:
         return _exec_lambda(_NORM_SIGNATURE, "literally(keepdims)")

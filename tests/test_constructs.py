@@ -1297,3 +1297,19 @@ def test_fmod_of_integers_keeps_the_sign_of_the_dividend(target):
     np.testing.assert_array_equal(s2s.jit(integer_fmod_in_a_loop, target=target)(a, b), np.fmod(a, b) * 3)
     x, y = np.array([-7.5, 7.25, 2.5]), np.array([2.0, -2.0, -1.5])
     np.testing.assert_array_equal(s2s.jit(integer_fmod, target=target)(x, y), np.fmod(x, y))
+
+
+def matrix_norm_of_order(m, order):
+    return np.linalg.norm(m, order)
+
+
+@targets
+def test_a_matrix_norm_of_a_nan_is_nan(target):
+    """Numba's matrix norms of order 1, -1, inf and -inf take the largest or smallest sum by comparisons that
+    skip NaN: [[1, nan], [2, 3]] had the 1-norm 3.0, NumPy's nan. A float32 matrix's norm is a float32."""
+    m = np.array([[1.0, np.nan], [2.0, 3.0]])
+    for order in (1, -1, np.inf, -np.inf):
+        assert np.isnan(s2s.jit(matrix_norm_of_order, target=target)(m, order))
+        finite = np.array([[1.0, -4.0], [2.0, 3.0]], np.float32)
+        got = s2s.jit(matrix_norm_of_order, target=target)(finite, order)
+        assert got == matrix_norm_of_order(finite, order) and np.asarray(got).dtype == np.float32
