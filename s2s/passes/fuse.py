@@ -457,7 +457,10 @@ class _Fuser:
         computes it; ``np.std(x)`` is its square root; ``np.linalg.norm(x)`` is ``np.sqrt(np.sum(x * x))``
         (NumPy's ``sqrt(dot(x, x))``)."""
         form = _fact(attr_chain(node.func) or "", "as_sum") if isinstance(node, gast.Call) else None
-        if form is None or len(node.args) != 1 or node.keywords or not self._float_elements(node.args[0]):
+        if form is None or len(node.args) != 1 or node.keywords:
+            return node
+        single = form == "mean" and self._float_elements(node.args[0], nbtypes.float32)
+        if not (single or self._float_elements(node.args[0])):
             return node
         (arg,) = node.args
         if form == "mean":
@@ -467,7 +470,15 @@ class _Fuser:
                 return node  # arrays of several ranks: their broadcast size is not worth spelling out
             shapes = gast.Tuple(elts=[_attr(a, "shape") for a in arrays], ctx=gast.Load())
             size = _attr(arrays[0], "size") if len(arrays) == 1 else call("rt.broadcast_size", shapes)
-            return gast.BinOp(left=call("np.sum", arg), op=gast.Div(), right=size)
+            mean = gast.BinOp(left=call("np.sum", arg), op=gast.Div(), right=size)
+            if not single:
+                return mean
+            # float32: the sum's partial sums (Numba's np.mean adds float32s one by one: 1% off over 1e6 values
+            # near 100), then a float32 mean, as NumPy's
+            scalar = self.namer.fresh("_mean")
+            self.types[scalar] = nbtypes.float32
+            out.append(assign(scalar, call("np.float32", mean)))
+            return name(scalar)
         if form == "norm":
             if not isinstance(arg, gast.Name):
                 return node
@@ -482,11 +493,11 @@ class _Fuser:
                               op=gast.Div(), right=_attr(arg.id, "size"))
         return variance if form == "var" else call("np.sqrt", variance)
 
-    def _float_elements(self, expr) -> bool:
-        """Whether ``expr`` is a float64 array, or arithmetic and element-wise calls of float64 arrays and
-        numbers that reads at least one array (its elements are float64, as its sum)."""
+    def _float_elements(self, expr, dtype=nbtypes.float64) -> bool:
+        """Whether ``expr`` is a ``dtype`` array, or arithmetic and element-wise calls of ``dtype`` arrays and
+        numbers that reads at least one array (its elements are of ``dtype``, as its sum)."""
         arrays = [n.id for n in gast.walk(expr) if isinstance(n, gast.Name) and self.array_ndim(n.id) is not None]
-        return bool(arrays) and all(getattr(self.types.get(v), "dtype", None) == nbtypes.float64 for v in arrays) \
+        return bool(arrays) and all(getattr(self.types.get(v), "dtype", None) == dtype for v in arrays) \
             and self._arithmetic(expr, lambda v: v in arrays)
 
     def _arithmetic(self, expr, array, other=None) -> bool:
