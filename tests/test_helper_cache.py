@@ -43,11 +43,10 @@ SCRIPT = COUNT_COMPILES + textwrap.dedent('''
 ''')
 
 
-def start(tmp_path, cache, power, *more, disk_cache="1"):
+def start(tmp_path, cache, power, *more):
     script = tmp_path / "helpers.py"
     script.write_text(SCRIPT)
-    env = dict(os.environ, S2S_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
-               S2S_DISK_CACHE=disk_cache)
+    env = dict(os.environ, S2S_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(tmp_path / "numba"), S2S_DISK_CACHE="1")
     return subprocess.Popen([sys.executable, str(script), str(power), str(tmp_path), *more], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
 
@@ -84,6 +83,17 @@ def test_a_later_process_loads_helpers_and_survives_damaged_ones(tmp_path):
     assert helpers(third), third["compiled"]
     assert any("cannot be read" in w for w in third["warnings"]), third["warnings"]
     assert not helpers(run(tmp_path, cache, 6))  # and written back whole
+    # eight bytes overwritten in the middle of each index, then of each data file: a damaged index made every
+    # later process fail with a CompileError (it is read again to save), and a data file whose pickle still
+    # loaded gave LLVM damaged machine code, which aborted the process
+    for kind, power in (("nbi", 7), ("nbc", 8)):
+        for path in folder.glob(f"*.{kind}"):
+            _overwrite_the_middle(path)
+        damaged = run(tmp_path, cache, power)
+        assert helpers(damaged), damaged["compiled"]
+        assert any("cannot be read" in w for w in damaged["warnings"]), (kind, damaged["warnings"])
+    healed = run(tmp_path, cache, 9)
+    assert not helpers(healed) and not healed["warnings"], healed
 
 
 def _overwrite_the_middle(path):
@@ -92,29 +102,19 @@ def _overwrite_the_middle(path):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("kind", ["nbi", "nbc"])
-def test_files_damaged_in_the_middle_are_compiled_again(tmp_path, kind):
-    """Eight bytes overwritten in the middle of each index (``.nbi``) or data file (``.nbc``): an index made
-    every later process fail with a CompileError (UnicodeDecodeError), since it was read again to save; a data
-    file whose pickle still loaded gave LLVM damaged machine code, which aborted the process. Now: a warning,
-    a compile, the right gradient, and files a later process loads."""
-    cache = tmp_path / "cache"
-    run(tmp_path, cache, 3)
-    folder, = cache.glob("runtime-*")
-    for path in folder.glob(f"*.{kind}"):
-        _overwrite_the_middle(path)
-    damaged = run(tmp_path, cache, 4)
-    assert helpers(damaged), damaged["compiled"]
-    assert any("cannot be read" in w for w in damaged["warnings"]), damaged["warnings"]
-    healed = run(tmp_path, cache, 5)
-    assert not helpers(healed) and not healed["warnings"], healed
+def test_with_the_disk_cache_off_nothing_is_written(tmp_path, monkeypatch):
+    """``S2S_DISK_CACHE=0`` kept no entry, but wrote the runtime's helpers and kernels to the cache folder:
+    both go to the process's own folder."""
+    from s2s_runtime import vmath
 
-
-def test_with_the_disk_cache_off_nothing_is_written(tmp_path):
-    """``S2S_DISK_CACHE=0`` kept no entry, but wrote the runtime's helpers and kernels to the cache folder."""
-    cache = tmp_path / "cache"
-    result_of(start(tmp_path, cache, 3, disk_cache="0"))
-    assert not cache.exists() or not any(cache.iterdir()), sorted(cache.iterdir())
+    monkeypatch.setenv("S2S_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("S2S_DISK_CACHE", "0")
+    fn = s2s_runtime.reserve
+    locator = helper_cache.RuntimeLocator.from_function(fn, fn.__code__.co_filename)
+    process = helper_cache._process_folder()
+    assert Path(locator.get_cache_path()).parent == Path(process)
+    assert Path(vmath._ir_folder()).parent == Path(process)
+    assert not (tmp_path / "cache").exists()
 
 
 def test_two_processes_saving_helpers_at_once(tmp_path):

@@ -237,11 +237,11 @@ def _second_differences(fn, p, i, j, h=1e-4):
     return table
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_second_order_keeps_the_output_and_input_containers(target):
+def test_second_order_keeps_the_output_and_input_containers(target="python"):
     """JAX's hessian of a function of a dict returning a pair is a pair of dicts of dicts: it crashed
     (``tree_unflatten got 2 leaves too many``), and the hessian of a function returning a dict came back a
-    tuple. The inner Jacobian's structure is the output's over the input's."""
+    tuple. The inner Jacobian's structure is the output's over the input's. (The containers are rebuilt after
+    the generated code runs, the same for every target: the Python target's compile is the short one.)"""
     p = {"a": np.array([0.3, -0.5, 0.9]), "b": np.array([0.2, 0.7])}
     hessians = s2s.hessian(pair_of_a_dict, target=target)(p)
     assert isinstance(hessians, tuple) and len(hessians) == 2
