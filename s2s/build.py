@@ -30,7 +30,7 @@ from . import pipeline
 from .analysis.activity import Activity
 from .analysis.indexing import index_parts
 from .analysis.types import Typed, Typer, atom_type, call_stub, is_float_type
-from .astutil import assign, attr_chain, call, const, name
+from .astutil import assign, attr_chain, call, const, name, walk_stmts
 from .checkpointing import default_tape_budget
 from .clock import section
 from .codegen import module_source
@@ -258,6 +258,20 @@ class Builder:
                    and isinstance(o.dtype, (types.Float, types.Integer)) for o in outs):
             raise InputError(f"{self.transform} needs {root.src.name} to return a float scalar or array, or a "
                              f"tuple of them; it returns {out}")
+
+
+def _writes_into(body: list, names: set[str]) -> bool:
+    """Whether ``body`` writes into the arrays ``names`` (an element or slice stored, ``rt.assign_into``)."""
+    for s in walk_stmts(body):
+        targets = s.targets if isinstance(s, gast.Assign) else [s.target] if isinstance(s, gast.AugAssign) else []
+        if any(isinstance(t, gast.Subscript) and isinstance(t.value, gast.Name) and t.value.id in names
+               for t in targets):
+            return True
+        if isinstance(s, (gast.Assign, gast.Expr)) and isinstance(s.value, gast.Call) \
+                and attr_chain(s.value.func) == "rt.assign_into" and s.value.args \
+                and isinstance(s.value.args[0], gast.Name) and s.value.args[0].id in names:
+            return True
+    return False
 
 
 def _per_direction_loops(body: list, count: str) -> bool:
@@ -968,6 +982,8 @@ class _Generator:
             body, ret = ft.build()
         tangent_types = {dot: typed.type_of(v) for v, dot in namer.derived_names("dot").items()}
         seeds = [namer.tangent(p) for p in active_params]
+        if _writes_into(body, {namer.tangent(v) for p in active_params for v in activity.alias_class(p)}):
+            return None  # each loop of the sweep makes its rows again from the unit vectors: a write is lost
         returned = {namer.tangent(v.id) for v in outputs} | set(seeds)
         seed_types = {seed: types.Array(types.float64, getattr(typed.type_of(p), "ndim", 0) + 1, "C")
                       for p, seed in zip(active_params, seeds)}
