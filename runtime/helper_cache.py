@@ -81,8 +81,10 @@ try:
     import filelock
 except ImportError:  # s2s_runtime alone: no lock for concurrent saves, so no cache
     filelock = None
+_DATA_FILE = getattr(caching, "IndexDataCacheFile", None)
 INSTALLED = _LOCATOR_BASE is not None and isinstance(getattr(_CACHE_IMPL, "_locator_classes", None), list) \
-    and hasattr(caching.Cache, "load_overload") and filelock is not None
+    and hasattr(caching.Cache, "load_overload") and hasattr(_DATA_FILE, "_load_data") \
+    and hasattr(_DATA_FILE, "_save_data") and filelock is not None
 
 
 class RuntimeLocator(_LOCATOR_BASE or object):
@@ -138,8 +140,8 @@ def register_jitable(*args, **kwargs):
 
 _numba_load_overload = caching.Cache.load_overload
 _numba_save_overload = caching.Cache.save_overload
-_numba_load_data = caching.IndexDataCacheFile._load_data
-_numba_save_data = caching.IndexDataCacheFile._save_data
+_numba_load_data = getattr(_DATA_FILE, "_load_data", None)
+_numba_save_data = getattr(_DATA_FILE, "_save_data", None)
 _warned: set[str] = set()
 _FOLDERS: set[str] = set()  # the folders of the runtime's caches
 _DIGEST = 32  # bytes of SHA-256 at the end of each of their data files
@@ -208,5 +210,5 @@ if INSTALLED and RuntimeLocator not in _CACHE_IMPL._locator_classes:
     _CACHE_IMPL._locator_classes.insert(0, RuntimeLocator)
     caching.Cache.load_overload = _load_overload
     caching.Cache.save_overload = _save_overload
-    caching.IndexDataCacheFile._load_data = _load_data
-    caching.IndexDataCacheFile._save_data = _save_data
+    _DATA_FILE._load_data = _load_data
+    _DATA_FILE._save_data = _save_data
