@@ -506,7 +506,7 @@ def _reduction_nb(name, kind, signature, a, axis, keepdims):
         if kind == _MEAN or _static_bool(keepdims) is not False:
             raise errors.TypingError(f"rt.{name}: axis given for a scalar")
         # a number standing for a 0-d array (a tangent of one: Numba's 0-d arithmetic gives numbers)
-        return _exec_lambda(signature, "a if axis == 0 or axis == -1 else _axis_error()")
+        return _exec_lambda(signature, "zero_d_axis(a, axis)")
     if not isinstance(a, types.Array):
         raise errors.TypingError(f"rt.{name}: expected an array, got {a}")
     if not (_is_none(axis) or isinstance(axis, types.Integer)):
@@ -532,13 +532,8 @@ def _reduction_nb(name, kind, signature, a, axis, keepdims):
     return _reduction_impl(signature, str(kind), fin, _reduce3, convert, _is_none(axis))
 
 
-@register_jitable
-def _axis_error():
-    raise ValueError("axis is out of bounds for an array of dimension 0")
-
-
 def _exec_lambda(signature, expression):
-    namespace = {"literally": literally, "np": np, "_axis_error": _axis_error}
+    namespace = {"literally": literally, "np": np, "zero_d_axis": zero_d_axis}
     exec(f"def impl({signature}):\n    return {expression}\n", namespace)
     return namespace["impl"]
 
