@@ -826,3 +826,10 @@ def _fmod_nb(x1, x2):
     if integers(x1) and integers(x2):
         return lambda x1, x2: _int_fmod(x1, x2)
     return lambda x1, x2: np.fmod(x1, x2)
+
+
+@overload(abs)
+def _abs_of_array(x):
+    """Python's ``abs`` of an array, which NumPy gives and Numba lacks: ``np.abs``."""
+    if isinstance(x, types.Array):
+        return lambda x: np.abs(x)

@@ -1313,3 +1313,17 @@ def test_a_matrix_norm_of_a_nan_is_nan(target):
         finite = np.array([[1.0, -4.0], [2.0, 3.0]], np.float32)
         got = s2s.jit(matrix_norm_of_order, target=target)(finite, order)
         assert got == matrix_norm_of_order(finite, order) and np.asarray(got).dtype == np.float32
+
+
+def builtin_abs_of_arrays(x, k):
+    return np.sum(abs(x) * x) + np.sum(abs(k)) * abs(x[0])
+
+
+@targets
+def test_pythons_abs_of_an_array(target):
+    """abs(array) is NumPy's np.abs (Numba has abs of numbers only: a CompileError before), in values and in
+    the gradient, also of an integer array."""
+    x, k = np.array([1.5, -2.0, 3.0, -0.5]), np.array([[-1, 2], [3, -4]])
+    assert s2s.jit(builtin_abs_of_arrays, target=target)(x, k) == pytest.approx(builtin_abs_of_arrays(x, k))
+    (g,) = assert_grads(builtin_abs_of_arrays, (x, k), argnums=0, target=target)
+    np.testing.assert_allclose(g, 2 * np.abs(x) + np.array([10.0, 0, 0, 0]) * np.sign(x[0]))
