@@ -507,6 +507,25 @@ def test_float32_updated_in_place_by_a_number(target):
         np.testing.assert_allclose(jac(shifted_in_place, target=target)(x), expected, rtol=1e-4, atol=1e-4)
 
 
+def argument_scaled_in_place(x, c):
+    x *= 1e-3
+    c *= 2.0
+    return np.sum(x * x) * c
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_a_float32_argument_updated_in_place_by_a_number(target):
+    """`x *= 1e-3` of a float32 argument was refused as `x` "holding values of different types ... before
+    and inside a loop or branch" (there is neither): the argument itself counts as float32."""
+    x, c = np.array([1.0, -2.0, 3.0], np.float32), np.float32(1.5)
+    got = s2s.jit(argument_scaled_in_place, target=target)(x.copy(), c)
+    assert type(got) is np.float32 and got == pytest.approx(argument_scaled_in_place(x.copy(), c), rel=1e-6)
+    gx, gc = s2s.grad(argument_scaled_in_place, argnums=(0, 1), target=target)(x, c)
+    assert gx.dtype == np.float32
+    np.testing.assert_allclose(gx, 2e-6 * x * 2 * c, rtol=1e-5)  # analytic: d/dx of sum((x/1000)^2) * 2c
+    assert gc == pytest.approx(2 * np.sum((x.astype(float) * 1e-3) ** 2), rel=1e-5)
+
+
 def signed_squares(x):
     s = 0.0
     for i in range(x.shape[0]):

@@ -115,6 +115,8 @@ def _kind(node, kinds: dict) -> str | None:
     if rule is not None and (rule.reduces or rule.same_dtype) and node.args:  # np.sum(x, axis=0), np.copy(x)
         return _combine(_kind(node.args[0], kinds))
     if isinstance(node, gast.Call) and not node.keywords:
+        if attr_chain(node.func) == "rt.assign_into" and len(node.args) == 2:  # `x op= e`: x's dtype or e's
+            return _combine(*(_kind(a, kinds) for a in node.args))
         if attr_chain(node.func) == "np.float32":  # what this pass writes, inner literals first
             return _F32
         if rule is not None and (rule.elementwise and not rule.logical or rule.multilinear) \
@@ -261,6 +263,9 @@ def weak_literals(fn: gast.FunctionDef, arg_types: tuple, namer) -> None:
                       and isinstance(n.ctx, gast.Store)):
                 bindings.setdefault(n.id, []).append(rows)  # the rows of an array: its dtype; else not known
     kinds = {p: k for p, k in fixed.items() if p not in bindings}
+    for p in bindings.keys() & {p for p, k in fixed.items() if k == _F32}:  # a float32 argument rebound
+        bindings[p].insert(0, call("np.float32", gast.Name(id=p, ctx=gast.Load(), annotation=None,
+                                                              type_comment=None)))  # (`x *= 0.5`)
     kinds.update({v: _TYPES[attr_chain(values[0])] for v, values in bindings.items()
                   if len(values) == 1 and values[0] is not None and attr_chain(values[0]) in _TYPES})
     # from every name float32, drop one with a value that is not while any is left: what stays is float32 for
