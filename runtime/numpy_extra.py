@@ -383,6 +383,8 @@ def _var_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     if _is_none(axis) and _static_bool(keepdims) is False:  # the whole array: Numba's own, of NumPy's dtype
         def whole(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
             n = a.size
+            if n == 0:  # NumPy: nan (and a warning); Numba's divides by the size
+                return typed(np.nan)
             dof = n - ddof
             return typed(np.var(a) * (n / dof if dof > 0 else np.inf))
 

@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -1327,3 +1328,17 @@ def test_pythons_abs_of_an_array(target):
     assert s2s.jit(builtin_abs_of_arrays, target=target)(x, k) == pytest.approx(builtin_abs_of_arrays(x, k))
     (g,) = assert_grads(builtin_abs_of_arrays, (x, k), argnums=0, target=target)
     np.testing.assert_allclose(g, 2 * np.abs(x) + np.array([10.0, 0, 0, 0]) * np.sign(x[0]))
+
+
+def spread_of(x):
+    return np.var(x), np.std(x), np.var(x, axis=0)
+
+
+@targets
+def test_the_spread_of_an_empty_array_is_nan(target):
+    """np.var and np.std of an empty array are nan, as NumPy's (Numba's divided by the size: a
+    ZeroDivisionError); along an empty axis too."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "Mean of empty slice"
+        v, s, along = s2s.jit(spread_of, target=target)(np.zeros((0, 2)))
+    assert np.isnan(v) and np.isnan(s) and along.shape == (2,) and np.all(np.isnan(along))
