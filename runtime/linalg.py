@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import errors, types
+from numba.np import numpy_support
 
 from .helper_cache import overload, register_jitable
 from .reductions import _float_dtype, _float_of
@@ -50,15 +51,62 @@ def _cfloat_nb(x, dt):
 
 
 def _mm(a, b):
-    """``np.dot`` of 1-D or 2-D arrays, cast to their common float type."""
+    """``np.dot`` of 1-D or 2-D arrays, cast to their common float type (compiled: integers stay integers)."""
     dt = _float_of(a, b)
     return np.dot(_cfloat(a, dt), _cfloat(b, dt))
 
 
 @overload(_mm)
 def _mm_nb(a, b):
+    if isinstance(a.dtype, types.Integer) and isinstance(b.dtype, types.Integer):
+        dt = np.result_type(numpy_support.as_dtype(a.dtype), numpy_support.as_dtype(b.dtype)).type
+        as_a, as_b = (_as_row if a.ndim == 1 else _as_is), (_as_column if b.ndim == 1 else _as_is)
+        out_of = (_scalar_of if a.ndim == b.ndim == 1 else _row_of if a.ndim == 1
+                  else _column_of if b.ndim == 1 else _as_is)
+        return lambda a, b: out_of(_int_mm(as_a(a), as_b(b), dt))  # exact, in NumPy's integer dtype
     dt = _float_dtype(a, b)
     return lambda a, b: np.dot(_cfloat(a, dt), _cfloat(b, dt))
+
+
+@register_jitable
+def _int_mm(a, b, dt):
+    """The product of two integer matrices, exact (BLAS has no integers): ``int @ int`` is an integer."""
+    out = np.zeros((a.shape[0], b.shape[1]), dt)
+    for i in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            for j in range(b.shape[1]):
+                out[i, j] += a[i, k] * b[k, j]
+    return out
+
+
+@register_jitable
+def _as_is(x):
+    return x
+
+
+@register_jitable
+def _as_row(x):
+    return np.ascontiguousarray(x).reshape((1, x.shape[0]))
+
+
+@register_jitable
+def _as_column(x):
+    return np.ascontiguousarray(x).reshape((x.shape[0], 1))
+
+
+@register_jitable
+def _scalar_of(m):
+    return m[0, 0]
+
+
+@register_jitable
+def _row_of(m):
+    return m[0]
+
+
+@register_jitable
+def _column_of(m):
+    return m[:, 0].copy()
 
 
 @register_jitable
@@ -224,7 +272,7 @@ def dot(a, b):
     """``np.dot(a, b)`` with its operands' sizes checked (Numba's ``np.dot`` skips an empty inner axis).
 
     Compiled, array operands are cast to their common float type first
-    (Numba's ``np.dot`` takes one dtype).
+    (Numba's ``np.dot`` takes one dtype); two integer arrays multiply exactly, as integers.
 
     >>> dot(np.ones((2, 0)), np.ones((3, 2)))
     Traceback (most recent call last):
@@ -249,7 +297,7 @@ def matmul(x1, x2):
     """``np.matmul`` or ``x1 @ x2`` with the operands' sizes checked (Numba's ``@`` skips an empty inner axis).
 
     Compiled, operands of 1 or 2 axes are cast to their common float type
-    first (Numba's ``@`` takes one dtype), as :func:`dot`'s are.
+    first (Numba's ``@`` takes one dtype), as :func:`dot`'s are, or multiply as integers.
 
     >>> matmul(np.eye(2), np.array([1.0, 2.0]))
     array([1., 2.])

@@ -586,6 +586,22 @@ def mixed_matmul(w, x):
     return np.sum(np.tanh(w @ x))
 
 
+def integer_products(a, b, v, w):
+    return a @ b, a @ v, v @ b, v @ w, np.dot(a, b), np.dot(v, w)
+
+
+def test_products_of_integer_arrays_are_exact_integers():
+    """`int @ int` and np.dot of integers are integers of NumPy's dtype, exact past 2**53 (compiled, they were
+    computed in float64: 14.0 for 14), for every pairing of 1-D and 2-D operands and any layout."""
+    a, b = np.arange(6).reshape(2, 3) - 2, np.arange(12, dtype=np.int32).reshape(3, 4)
+    v, w = np.array([3, -1, 2]), np.array([1, 2, 3], np.int16)
+    big = np.array([2**40 + 1, 3, 1]), np.array([2**20 + 1, 5, 7])
+    for args in ((a, b, v, w), (a, np.asfortranarray(b), v[::-1], w), (a, b, *big)):
+        for got, expected in zip(s2s.jit(integer_products)(*args), integer_products(*args)):
+            assert np.asarray(got).dtype == np.asarray(expected).dtype
+            np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("target", ["cpu", "python"])
 @pytest.mark.parametrize("mixed_dot", [mixed_dot, mixed_matmul])
 def test_dot_of_a_float32_and_a_float64_array_computes_in_float64(target, mixed_dot):
