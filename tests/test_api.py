@@ -526,6 +526,24 @@ def test_a_float32_argument_updated_in_place_by_a_number(target):
     assert gc == pytest.approx(2 * np.sum((x.astype(float) * 1e-3) ** 2), rel=1e-5)
 
 
+def negative_powers(x):
+    return x ** -1, x ** -2
+
+
+def test_a_float32_arrays_negative_power_is_float32():
+    """`x ** -2` of a float32 array is float32 as in NumPy (it was float64: `1.0 / x ** 2` with a float64
+    one, 1e60 where NumPy overflows to inf), and so is its gradient."""
+    x = np.array([1e-30, 2.0, -3.0], np.float32)
+    with np.errstate(over="ignore"):
+        for got, expected in zip(s2s.jit(negative_powers)(x), negative_powers(x)):
+            assert got.dtype == np.float32
+            np.testing.assert_array_equal(got, expected)
+    y = x[1:]
+    g = s2s.grad(lambda v: np.sum(v ** -2))(y)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, -2.0 * y.astype(float) ** -3, rtol=1e-6)
+
+
 def signed_squares(x):
     s = 0.0
     for i in range(x.shape[0]):

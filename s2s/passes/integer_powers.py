@@ -8,7 +8,8 @@ error. Where the function's types (``fn.s2s_types``) say both operands of
 for a negative exponent (the message says to write ``float(a) ** b``) and is
 ``a ** b`` otherwise. A power to a negative integer literal, ``x ** -2``,
 becomes ``1.0 / x ** 2``: Python's float for an integer ``x``, and inf at
-``0.0`` as NumPy gives (Numba's own raises ``ZeroDivisionError``). The pass
+``0.0`` as NumPy gives (Numba's own raises ``ZeroDivisionError``); the
+``1.0`` is ``np.float32(1.0)`` for a float32 ``x``, so that the power stays float32. The pass
 runs on compiled modules only; Python's own ``**`` is right.
 
     >>> import gast
@@ -42,11 +43,18 @@ def integer_powers(fn: gast.FunctionDef) -> gast.FunctionDef:
             return integer(node.operand)
         return isinstance(node, gast.Name) and isinstance(typemap.get(node.id), types.Integer)
 
+    def float32(node) -> bool:
+        array = node.value if isinstance(node, gast.Subscript) else node
+        t = typemap.get(array.id) if isinstance(array, gast.Name) else None
+        return types.float32 in (t, getattr(t, "dtype", None))
+
     def checked(base, exponent):
         literal = exponent.value if isinstance(exponent, gast.Constant) and type(exponent.value) is int else None
         if literal is not None and literal < 0:  # 1 / x ** k: Python's float, and inf at 0.0 as in NumPy
             power = gast.BinOp(left=base, op=gast.Pow(), right=gast.Constant(value=-literal, kind=None))
-            return gast.BinOp(left=gast.Constant(value=1.0, kind=None), op=gast.Div(), right=power)
+            one = call("np.float32", gast.Constant(value=1.0, kind=None)) if float32(base) \
+                else gast.Constant(value=1.0, kind=None)  # a float32 array's power is float32, as typed
+            return gast.BinOp(left=one, op=gast.Div(), right=power)
         natural = literal is not None and literal >= 0
         return None if natural or not (integer(base) and integer(exponent)) else call("rt.int_power", base, exponent)
 
