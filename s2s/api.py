@@ -31,7 +31,7 @@ from .build import Builder
 from .cache import default_cache
 from .entries import Entry, Specialised, entry_key
 from .errors import InputError, S2SError, UnsupportedError
-from .frontend import parse
+from .frontend import parse, wrap_partial
 from .generated import Module
 from .ir import TransformRequest
 from .passes import outputs
@@ -61,6 +61,8 @@ class Transformed(Specialised):
         if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple, list)) or (
                 not isinstance(argnums, int) and not all(isinstance(a, int) for a in argnums)):
             raise TypeError(f"argnums must be an int or a tuple of ints, not {argnums!r}")
+        if isinstance(fn, functools.partial):
+            fn = wrap_partial(fn)  # its bound values are constants, as JAX's closed-over values are
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.transform = transform
@@ -96,6 +98,7 @@ class Transformed(Specialised):
 
     def nums(self, count: int) -> tuple[int, ...]:
         """``argnums`` as a tuple of non-negative positions."""
+        count -= getattr(self.fn, "s2s_bound", 0)  # a partial's bound values come last, not the caller's
         nums = (self.argnums,) if isinstance(self.argnums, int) else self.argnums
         out = []
         for k in nums:

@@ -14,6 +14,7 @@ that have a derivative rule (``np.tanh``) are parsed too:
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import linecache
 import re
@@ -23,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gast
+import numpy as np
 
 from .clock import section
 from .errors import S2SError, UnsupportedError
 
-__all__ = ["Source", "parse", "wrap_call", "MISSING"]
+__all__ = ["Source", "parse", "wrap_call", "wrap_partial", "MISSING"]
 
 MISSING = object()
 
@@ -226,3 +228,52 @@ def wrap_call(fn):
     wrapper.__module__ = "s2s_wrappers"
     _wrappers[fn] = wrapper
     return wrapper
+
+
+def wrap_partial(fn: functools.partial) -> types.FunctionType:
+    """A Python function for ``functools.partial(f, *args, **keywords)``: ``f``'s free parameters first, then
+    one parameter per bound value (numbers, arrays, None and containers of them), its default that value, so
+    that a new partial of values of the same types reuses the compiled code; any other bound value (a
+    function, a string) is a constant of the call. Cached per object.
+
+        >>> def scaled(w, x, scale=1.0):
+        ...     return scale * w * x
+        >>> g = wrap_partial(functools.partial(scaled, x=3.0, scale=2.0))
+        >>> g(0.5), inspect.getsource(g).strip()
+        (3.0, 'def scaled(w, __x=__x, __scale=__scale):\\n    return __fn__(w=w, x=__x, scale=__scale)')
+
+    ``wrapper.s2s_bound`` counts the parameters that hold bound values (the last ones). Parameters bound by
+    keyword cannot be given again at the call, nor can a free one whose default is not data (``act=np.tanh``:
+    ``f`` applies it); ``*args`` and ``**kwargs`` cannot be free.
+    """
+    if fn in _wrappers:
+        return _wrappers[fn]
+    free, namespace = [], {"__fn__": fn.func}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise S2SError(f"cannot transform {fn!r}: its function takes *{p.name}")
+        if p.name not in fn.keywords and (p.default is p.empty or _is_data(p.default)):  # (else f's default)
+            free.append(p.name)
+            if p.default is not p.empty:
+                namespace[f"__default_{p.name}"] = p.default
+    bound = {f"__{k}": v for k, v in [*enumerate(fn.args), *fn.keywords.items()]}
+    namespace.update(bound)
+    data = [k for k, v in bound.items() if _is_data(v)]
+    params = [f"{p}=__default_{p}" if f"__default_{p}" in namespace else p for p in free] + [f"{k}={k}" for k in data]
+    arguments = [f"__{k}" for k in range(len(fn.args))] + [f"{p}={p}" for p in free] + [
+        f"{k}=__{k}" for k in fn.keywords]
+    name = getattr(fn.func, "__name__", "f")
+    text = f"def {name}({', '.join(params)}):\n    return __fn__({', '.join(arguments)})\n"
+    filename = f"<s2s partial of {getattr(fn.func, '__qualname__', name)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(text, filename, "exec"), namespace)
+    wrapper = namespace[name]
+    wrapper.__module__ = "s2s_wrappers"
+    wrapper.s2s_bound = len(data)
+    _wrappers[fn] = wrapper
+    return wrapper
+
+
+def _is_data(value) -> bool:
+    """A value a transformed function can take as an argument: a number, an array, None or a container."""
+    return value is None or isinstance(value, (int, float, complex, np.generic, np.ndarray, tuple, list, dict))

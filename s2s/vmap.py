@@ -32,6 +32,7 @@ from .batching import calls_function, extend, into_variant, loop_function
 from .cache import default_cache, module_key
 from .entries import Entry, Specialised, entry_key, is_device_array, leaf_key
 from .errors import InputError, S2SError
+from .frontend import wrap_partial
 from .generated import ERROR_MODEL, Module
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -52,6 +53,8 @@ class Vmapped(Specialised):
                 or isinstance(out_axes, (tuple, list)) and all(a is None or isinstance(a, int) for a in out_axes)):
             raise InputError(f"vmap's out_axes is {out_axes!r}: give an int, None, or a tuple of them, one per "
                              "output (a dict or a nested structure is not supported)")
+        if isinstance(fn, functools.partial):
+            fn = wrap_partial(fn)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.in_axes = in_axes

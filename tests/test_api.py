@@ -1,11 +1,13 @@
 """The public API of the reverse mode: grad, value_and_grad, argnums, has_aux, source, targets, dtypes."""
 
+import functools
+
 import numpy as np
 import pytest
 from conftest import targets
 
 import s2s
-from s2s.check import numerical_grad
+from s2s.check import numerical_grad, numerical_hessian
 
 X = np.array([0.4, -1.1, 2.3])
 
@@ -635,3 +637,32 @@ def test_dot_of_a_float32_and_a_float64_array_computes_in_float64(target, mixed_
     np.testing.assert_allclose(gx, numerical_grad(mixed_dot, (w, x), 1), rtol=1e-6)
     np.testing.assert_allclose(gw, numerical_grad(lambda w64: mixed_dot(w64, x), (w.astype(np.float64),), 0),
                                rtol=1e-4)
+
+
+def partial_loss(w, x, scale=1.0):
+    return scale * np.sum(np.tanh(x @ w) ** 2)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_transforms_of_functools_partial(target):
+    """grad, jacfwd, hessian, jit and vmap of functools.partial (it was "neither a Python function nor a
+    function with a derivative rule"): the bound values are not differentiated; arrays and numbers among them
+    are arguments of the compiled code, so a partial of new data gives new values from the same code."""
+    rng = np.random.default_rng(3)
+    w, x, x2 = rng.normal(size=2), rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+    for data in (x, x2):
+        f = functools.partial(partial_loss, x=data, scale=2.0)
+        plain = functools.partial(partial_loss, x=data.copy(), scale=2.0)  # the reference, never transformed
+        expected = numerical_grad(plain, (w,), 0)
+        np.testing.assert_allclose(s2s.grad(f, target=target)(w), expected, rtol=1e-6)
+        np.testing.assert_allclose(s2s.grad(f, argnums=-1, target=target)(w), expected, rtol=1e-6)
+        np.testing.assert_allclose(s2s.jacfwd(f, target=target)(w), expected, rtol=1e-6)
+        np.testing.assert_allclose(s2s.hessian(f, target=target)(w), numerical_hessian(plain, (w,), 0),
+                                   rtol=1e-5, atol=1e-6)
+        assert s2s.jit(f, target=target)(w) == pytest.approx(plain(w), rel=1e-12)
+        ws = rng.normal(size=(4, 2))
+        np.testing.assert_allclose(s2s.vmap(f, target=target)(ws), [plain(v) for v in ws], rtol=1e-12)
+    assert "constants:" not in s2s.grad(f, target=target).source(w)  # data passed in, not compiled in
+    g = functools.partial(partial_loss, w)  # bound positionally; `scale` keeps its default
+    np.testing.assert_allclose(s2s.grad(g, target=target)(x), numerical_grad(lambda v: partial_loss(w, v), (x,), 0),
+                               rtol=1e-6)
