@@ -939,11 +939,12 @@ def linearize(fn, *primals, target: str = "cpu"):
             for k, t in zip(floats, tangents):
                 full[k] = t
             return jvp(fn, primals, tuple(full), target=target)[1]
-        total = np.zeros(np.shape(out))
+        dtype = np.asarray(out).dtype  # float32 for a float32 output, as jvp's tangent
+        total = np.zeros(np.shape(out), dtype)
         for k, t, jac in zip(floats, tangents, jacobians):
             t = _like(t, primals[k], f"the tangent of `{names[k]}` (position {k})")
-            total = total + np.tensordot(jac, t, axes=np.ndim(t))
-        return float(total) if np.ndim(out) == 0 else total
+            total = (total + np.tensordot(jac, t, axes=np.ndim(t))).astype(dtype, copy=False)
+        return total if np.ndim(out) else float(total) if dtype == np.float64 else dtype.type(total)
 
     return out, f_jvp
 

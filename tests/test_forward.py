@@ -574,6 +574,19 @@ def test_linearize():
     np.testing.assert_allclose(f_jvp(*[2.0 * a for a in t]), 2.0 * f_jvp(*t), rtol=1e-12)
 
 
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_linearize_of_float32_keeps_float32(target):
+    """f_jvp of a float32 function is float32, as jvp's tangent (it was float64: its sum started as float64
+    zeros), for an array output and a number."""
+    x, v = np.array([0.1, 0.2], np.float32), np.array([1.0, -2.0], np.float32)
+    out, f_jvp = s2s.linearize(lambda y: np.sin(y) * 2.0, x, target=target)
+    tangent = f_jvp(v)
+    assert out.dtype == tangent.dtype == np.float32
+    np.testing.assert_allclose(tangent, 2.0 * np.cos(x.astype(float)) * v, rtol=1e-6)
+    out, f_jvp = s2s.linearize(lambda y: np.sum(y * y), x, target=target)
+    assert isinstance(f_jvp(v), np.float32) and f_jvp(v) == pytest.approx(2 * np.dot(x, v), rel=1e-6)
+
+
 def test_linearize_with_integer_argument():
     out, f_jvp = s2s.linearize(f_range_bounds, X8, 1, 7, 2)
     v = random_tangents((X8,), 4)[0]
