@@ -1341,3 +1341,17 @@ def test_the_spread_of_an_empty_array_is_nan(target):
         warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "Mean of empty slice"
         v, s, along = s2s.jit(spread_of, target=target)(np.zeros((0, 2)))
     assert np.isnan(v) and np.isnan(s) and along.shape == (2,) and np.all(np.isnan(along))
+
+
+def test_the_one_sided_choices_at_kinks():
+    """docs/transforms.md, "At kinks": a tie of maximum goes to the first argument, a max reduction averages
+    its ties, abs and the norm have slope 0 at 0."""
+    def grad(fn, x):
+        return s2s.grad(fn, target="python")(x)
+
+    np.testing.assert_array_equal(grad(lambda x: np.sum(np.maximum(x, 0.0)), np.array([0.0, 1.0, -1.0])), [1, 1, 0])
+    np.testing.assert_array_equal(grad(lambda x: np.sum(np.minimum(0.0, x)), np.array([0.0, 1.0, -1.0])), [0, 0, 1])
+    assert grad(lambda x: max(x, 0.0), 0.0) == 1.0
+    np.testing.assert_array_equal(grad(np.max, np.array([1.0, 1.0, 0.0])), [0.5, 0.5, 0.0])
+    np.testing.assert_array_equal(grad(lambda x: np.sum(np.abs(x)), np.zeros(2)), [0.0, 0.0])
+    np.testing.assert_array_equal(grad(np.linalg.norm, np.zeros(3)), [0.0, 0.0, 0.0])
