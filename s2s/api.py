@@ -31,7 +31,7 @@ from .build import Builder
 from .cache import default_cache
 from .entries import Entry, Specialised, entry_key
 from .errors import InputError, S2SError, UnsupportedError
-from .frontend import parse, wrap_partial
+from .frontend import parse, transformable
 from .generated import Module
 from .ir import TransformRequest
 from .passes import outputs
@@ -61,9 +61,10 @@ class Transformed(Specialised):
         if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple, list)) or (
                 not isinstance(argnums, int) and not all(isinstance(a, int) for a in argnums)):
             raise TypeError(f"argnums must be an int or a tuple of ints, not {argnums!r}")
-        if isinstance(fn, functools.partial):
-            fn = wrap_partial(fn)  # its bound values are constants, as JAX's closed-over values are
+        fn = transformable(fn)  # a functools.partial, or a function with a default `act=np.tanh`
         functools.update_wrapper(self, fn)
+        # a partial's free parameters, and the parameters after them that hold its bound values
+        self.s2s_free, self.s2s_bound = getattr(fn, "s2s_free", None), getattr(fn, "s2s_bound", 0)
         self.fn = fn
         self.transform = transform
         self.argnums = argnums if isinstance(argnums, int) else tuple(argnums)
@@ -82,6 +83,9 @@ class Transformed(Specialised):
     def arguments(self, args, kwargs=None) -> tuple[tuple, list]:
         """The arguments bound to the function's parameters (defaults applied), checked, and their names."""
         kwargs = kwargs or {}
+        if self.s2s_free is not None and len(args) > self.s2s_free:
+            raise InputError(f"{self.__name__} takes {self.s2s_free} positional arguments (the partial binds "
+                             f"the others), got {len(args)}")
         if self.signature is not None:
             try:
                 bound = self.signature.bind(*args, **kwargs)
@@ -98,7 +102,7 @@ class Transformed(Specialised):
 
     def nums(self, count: int) -> tuple[int, ...]:
         """``argnums`` as a tuple of non-negative positions."""
-        count -= getattr(self.fn, "s2s_bound", 0)  # a partial's bound values come last, not the caller's
+        count -= self.s2s_bound  # a partial's bound values come last, not the caller's
         nums = (self.argnums,) if isinstance(self.argnums, int) else self.argnums
         out = []
         for k in nums:
@@ -781,7 +785,7 @@ class Pullback:
                 cotangents.append(_cast(next(flat), v))
             else:
                 cotangents.append(tree_unflatten(treedef, [_cast(next(flat), leaf) for leaf in leaves]))
-        return tuple(cotangents)
+        return tuple(cotangents[:len(cotangents) - self._t.s2s_bound])  # none for a partial's bound values
 
 
 def jacrev(fn=None, argnums=0, has_aux: bool = False, target: str = "cpu") -> Transformed:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import hashlib
 import inspect
 import linecache
 import re
@@ -29,7 +30,7 @@ import numpy as np
 from .clock import section
 from .errors import S2SError, UnsupportedError
 
-__all__ = ["Source", "parse", "wrap_call", "wrap_partial", "MISSING"]
+__all__ = ["Source", "parse", "wrap_call", "wrap_partial", "transformable", "MISSING"]
 
 MISSING = object()
 
@@ -88,10 +89,11 @@ def parse(fn) -> Source:
         pass
     with section("read and parse source"):
         src = _parse_python(fn) if isinstance(fn, types.FunctionType) else _wrap_ruled(fn)
-    try:
-        _cache[fn] = src
-    except TypeError:
-        pass
+    if not hasattr(fn, "s2s_bound"):  # (a partial's wrapper holds its data: it is not kept)
+        try:
+            _cache[fn] = src
+        except TypeError:
+            pass
     return src
 
 
@@ -234,46 +236,68 @@ def wrap_partial(fn: functools.partial) -> types.FunctionType:
     """A Python function for ``functools.partial(f, *args, **keywords)``: ``f``'s free parameters first, then
     one parameter per bound value (numbers, arrays, None and containers of them), its default that value, so
     that a new partial of values of the same types reuses the compiled code; any other bound value (a
-    function, a string) is a constant of the call. Cached per object.
+    function) is a constant of the call.
 
         >>> def scaled(w, x, scale=1.0):
         ...     return scale * w * x
         >>> g = wrap_partial(functools.partial(scaled, x=3.0, scale=2.0))
         >>> g(0.5), inspect.getsource(g).strip()
-        (3.0, 'def scaled(w, __x=__x, __scale=__scale):\\n    return __fn__(w=w, x=__x, scale=__scale)')
+        (3.0, 'def scaled(w, __x=__x, __scale=__scale):\\n    return __fn__(w, __x, __scale)')
 
-    ``wrapper.s2s_bound`` counts the parameters that hold bound values (the last ones). Parameters bound by
-    keyword cannot be given again at the call, nor can a free one whose default is not data (``act=np.tanh``:
-    ``f`` applies it); ``*args`` and ``**kwargs`` cannot be free.
+    ``wrapper.s2s_free`` counts the free parameters, ``wrapper.s2s_bound`` those after them. A free
+    parameter whose default is not data (``act=np.tanh``), or any parameter with a default of a function
+    that is not Python's, is left to ``f``; ``*args`` and ``**kwargs`` cannot be free.
     """
-    if fn in _wrappers:
-        return _wrappers[fn]
-    free, namespace = [], {"__fn__": fn.func}
+    python = isinstance(fn.func, types.FunctionType)
+    free = []
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise S2SError(f"cannot transform {fn!r}: its function takes *{p.name}")
-        if p.name not in fn.keywords and (p.default is p.empty or _is_data(p.default)):  # (else f's default)
-            free.append(p.name)
-            if p.default is not p.empty:
-                namespace[f"__default_{p.name}"] = p.default
-    bound = {f"__{k}": v for k, v in [*enumerate(fn.args), *fn.keywords.items()]}
-    namespace.update(bound)
-    data = [k for k, v in bound.items() if _is_data(v)]
-    params = [f"{p}=__default_{p}" if f"__default_{p}" in namespace else p for p in free] + [f"{k}={k}" for k in data]
-    arguments = [f"__{k}" for k in range(len(fn.args))] + [f"{p}={p}" for p in free] + [
-        f"{k}=__{k}" for k in fn.keywords]
-    name = getattr(fn.func, "__name__", "f")
+        if p.name not in fn.keywords and (p.default is p.empty or python and _is_data(p.default)):
+            free.append(p)
+    namespace, data = {"__fn__": fn.func}, {}
+    for key, value in [*enumerate(fn.args), *fn.keywords.items()]:
+        (data if _is_data(value) else namespace)[f"__{key}"] = value
+    arguments, keywords = [], False  # f's order; by keyword after a parameter left to f
+    names = {p.name for p in free}
+    for k, p in enumerate(inspect.signature(fn.func).parameters.values()):
+        given = f"__{k}" if k < len(fn.args) else f"__{p.name}" if p.name in fn.keywords \
+            else p.name if p.name in names else None
+        keywords = keywords or given is None or p.kind is p.KEYWORD_ONLY
+        if given is not None:
+            arguments.append(f"{p.name}={given}" if keywords else given)
+    for p in free:
+        if p.default is not p.empty:
+            namespace[f"__default_{p.name}"] = p.default
+    params = [f"{p.name}=__default_{p.name}" if p.default is not p.empty else p.name for p in free]
+    params += [f"{key}={key}" for key in data]
+    name = fn.func.__name__ if getattr(fn.func, "__name__", "").isidentifier() else "partial_function"
     text = f"def {name}({', '.join(params)}):\n    return __fn__({', '.join(arguments)})\n"
-    filename = f"<s2s partial of {getattr(fn.func, '__qualname__', name)}>"
+    # named by its text: a partial of the same function with other bound names has its own
+    filename = f"<s2s partial of {name} {hashlib.sha256(text.encode()).hexdigest()[:12]}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    exec(compile(text, filename, "exec"), namespace)
-    wrapper = namespace[name]
+    exec(compile(text, filename, "exec"), namespace, data)  # the bound data are defaults, not globals
+    wrapper = data.pop(name)
     wrapper.__module__ = "s2s_wrappers"
-    wrapper.s2s_bound = len(data)
-    _wrappers[fn] = wrapper
+    wrapper.s2s_free, wrapper.s2s_bound = len(free), len(data)
     return wrapper
 
 
 def _is_data(value) -> bool:
     """A value a transformed function can take as an argument: a number, an array, None or a container."""
     return value is None or isinstance(value, (int, float, complex, np.generic, np.ndarray, tuple, list, dict))
+
+
+def transformable(fn):
+    """``fn`` as transforms take it: a ``functools.partial``, or a function with a default that is not data
+    (``act=np.tanh``), becomes :func:`wrap_partial`'s wrapper, which leaves such defaults to ``fn``.
+
+        >>> transformable(np.sin) is np.sin
+        True
+    """
+    if isinstance(fn, functools.partial):
+        return wrap_partial(fn)
+    if isinstance(fn, types.FunctionType) and any(
+            p.default is not p.empty and not _is_data(p.default) for p in inspect.signature(fn).parameters.values()):
+        return wrap_partial(functools.partial(fn))
+    return fn

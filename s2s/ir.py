@@ -126,13 +126,14 @@ class Program:
         self.transformed[key] = transformed
         return key
 
-    def add_helper(self, node: gast.FunctionDef, src: Source, names: dict) -> str:
+    def add_helper(self, node: gast.FunctionDef, src: Source, names: dict, structures: dict | None = None) -> str:
         """Queue ``node``, a function s2s writes for user code of ``src`` (reading ``names`` besides
-        ``src``'s globals), as one of the program's functions; return its module name."""
+        ``src``'s globals; ``structures`` as :meth:`function_name`'s), as one of the program's functions;
+        return its module name."""
         module_name = self.namer.fresh(node.name)
         node.name = module_name
         helper_src = Source(None, module_name, src.filename, node, {**src.globals, **names}, src.closure)
-        key = (("helper", module_name), ())
+        key = (("helper", module_name), tuple(sorted((structures or {}).items(), key=lambda kv: kv[0])))
         self._names[key] = module_name
         self._pending.append((key, helper_src))
         return module_name

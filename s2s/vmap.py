@@ -32,7 +32,7 @@ from .batching import calls_function, extend, into_variant, loop_function
 from .cache import default_cache, module_key
 from .entries import Entry, Specialised, entry_key, is_device_array, leaf_key
 from .errors import InputError, S2SError
-from .frontend import wrap_partial
+from .frontend import transformable
 from .generated import ERROR_MODEL, Module
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -53,8 +53,7 @@ class Vmapped(Specialised):
                 or isinstance(out_axes, (tuple, list)) and all(a is None or isinstance(a, int) for a in out_axes)):
             raise InputError(f"vmap's out_axes is {out_axes!r}: give an int, None, or a tuple of them, one per "
                              "output (a dict or a nested structure is not supported)")
-        if isinstance(fn, functools.partial):
-            fn = wrap_partial(fn)
+        fn = transformable(fn)  # a functools.partial, or a function with a default `act=np.tanh`
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.in_axes = in_axes
@@ -62,6 +61,7 @@ class Vmapped(Specialised):
         self._entries: dict = {}
         self._on_device: dict = {}  # kinds of device-array arguments -> a call of the kernel (see __call__)
         self._keyword_forms: dict = {}  # in_axes of a call with keywords or defaults -> its Vmapped
+        self._keyword_form = False
         self._function = fn
         while isinstance(self._function, (Transformed, Vmapped)):
             self._function = self._function.fn
@@ -128,11 +128,16 @@ class Vmapped(Specialised):
         return out
 
     def __call__(self, *args, **kwargs):
+        free = getattr(self._function, "s2s_free", None)
+        if free is not None and len(args) > free and not self._keyword_form:
+            raise InputError(f"vmap of {self.__name__} takes {free} positional arguments (the partial binds the "
+                             f"others), got {len(args)}")
         if kwargs or len(args) < self._arity:  # keywords (batched along axis 0, as in JAX) or defaults
             args, in_axes = self._by_position(args, kwargs)
             form = self._keyword_forms.get(repr(in_axes))
             if form is None:
                 form = self._keyword_forms[repr(in_axes)] = Vmapped(self.fn, in_axes, self.out_axes, self.target)
+                form._keyword_form = True  # called with every argument by position
             return form(*args)
         if self._on_device:
             launch = self._on_device.get(_device_key(args))

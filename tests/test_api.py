@@ -1,6 +1,8 @@
 """The public API of the reverse mode: grad, value_and_grad, argnums, has_aux, source, targets, dtypes."""
 
 import functools
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -643,9 +645,17 @@ def partial_loss(w, x, scale=1.0):
     return scale * np.sum(np.tanh(x @ w) ** 2)
 
 
+def weighted(a, b):
+    return np.sum(a * a * b)
+
+
+def with_params(w, params, act):
+    return np.sum(act(w * params["v"])) * params["k"]
+
+
 @pytest.mark.parametrize("target", ["cpu", "python"])
 def test_transforms_of_functools_partial(target):
-    """grad, jacfwd, hessian, jit and vmap of functools.partial (it was "neither a Python function nor a
+    """grad, jacfwd, hessian, jit, vjp and vmap of functools.partial (it was "neither a Python function nor a
     function with a derivative rule"): the bound values are not differentiated; arrays and numbers among them
     are arguments of the compiled code, so a partial of new data gives new values from the same code."""
     rng = np.random.default_rng(3)
@@ -660,9 +670,85 @@ def test_transforms_of_functools_partial(target):
         np.testing.assert_allclose(s2s.hessian(f, target=target)(w), numerical_hessian(plain, (w,), 0),
                                    rtol=1e-5, atol=1e-6)
         assert s2s.jit(f, target=target)(w) == pytest.approx(plain(w), rel=1e-12)
+        (cotangent,) = s2s.vjp(f, w, target=target)[1](1.0)  # one cotangent: none for the bound values
+        np.testing.assert_allclose(cotangent, expected, rtol=1e-6)
         ws = rng.normal(size=(4, 2))
         np.testing.assert_allclose(s2s.vmap(f, target=target)(ws), [plain(v) for v in ws], rtol=1e-12)
     assert "constants:" not in s2s.grad(f, target=target).source(w)  # data passed in, not compiled in
     g = functools.partial(partial_loss, w)  # bound positionally; `scale` keeps its default
     np.testing.assert_allclose(s2s.grad(g, target=target)(x), numerical_grad(lambda v: partial_loss(w, v), (x,), 0),
                                rtol=1e-6)
+
+
+def test_partials_of_one_function_and_their_misuse():
+    """Two partials of one function binding other parameters each keep their own code (the second's source
+    was read for the first: a gradient of B * B for 2 A B, no error); a positional argument more than the
+    partial leaves free is an error, not a replacement of a bound value; dicts and functions may be bound."""
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    by_keyword = s2s.grad(functools.partial(weighted, b=b))
+    by_position = s2s.grad(functools.partial(weighted, a))
+    np.testing.assert_allclose(by_keyword(a), 2 * a * b)
+    np.testing.assert_allclose(by_position(b), a * a)
+    with pytest.raises(s2s.InputError, match="takes 1 positional arguments"):
+        by_keyword(a, a)
+    with pytest.raises(s2s.InputError, match="takes 1 positional arguments"):
+        s2s.vmap(functools.partial(weighted, b=b))(np.ones((2, 3)), b)
+    bound = functools.partial(with_params, params={"k": 2.0, "v": a}, act=np.sin)
+    np.testing.assert_allclose(s2s.grad(bound)(b), 2.0 * a * np.cos(b * a), rtol=1e-12)
+    grads = s2s.grad(functools.partial(with_params, b, act=np.tanh))({"k": 2.0, "v": a})
+    np.testing.assert_allclose(grads["v"], 2.0 * b / np.cosh(b * a) ** 2, rtol=1e-9)
+    assert grads["k"] == pytest.approx(np.sum(np.tanh(b * a)), rel=1e-12)
+    np.testing.assert_allclose(s2s.grad(functools.partial(lambda u, v: np.sum(u * v), v=a))(b), a)
+
+
+def test_a_partials_data_is_not_kept_after_its_transform():
+    """The wrapper of a partial holds its data as defaults only (not in a cache or a global): a training loop
+    making `grad(partial(loss, x=batch))` per batch does not keep every batch."""
+    batch = np.ones((3, 2))
+    kept = weakref.ref(batch)
+    grad = s2s.grad(functools.partial(partial_loss, x=batch), target="python")
+    grad(np.ones(2))
+    del grad, batch
+    gc.collect()
+    assert kept() is None
+
+
+def layer(x, w, act=np.tanh):
+    return act(x @ w)
+
+
+def relu(z):
+    return np.maximum(z, 0.0)
+
+
+def apply_twice(f, x):
+    return f(f(x))
+
+
+def network(w1, w2, x, act=np.tanh):
+    h = layer(x, w1, act)
+    return np.sum(layer(h, w2, act=relu) ** 2) + np.sum(layer(x, w1)) + np.sum(apply_twice(np.sin, x * w1[0, 0]))
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_functions_passed_as_arguments_and_defaults(target):
+    """A function given to a function (`act=np.tanh` as a default, `layer(h, w, act=relu)`, `apply_twice(np.sin,
+    x)`) runs a copy of the callee with the function in place (it was "using the function `act` as a value");
+    also the transformed function's own default."""
+    rng = np.random.default_rng(8)
+    w1, w2, x = rng.normal(size=(3, 4)), rng.normal(size=(4, 2)), rng.normal(size=(5, 3))
+    for k, g in enumerate(s2s.grad(network, argnums=(0, 1), target=target)(w1, w2, x)):
+        np.testing.assert_allclose(g, numerical_grad(network, (w1, w2, x), k), rtol=1e-6, atol=1e-8)
+    assert s2s.jit(network, target=target)(w1, w2, x) == pytest.approx(network(w1, w2, x), rel=1e-12)
+    assert "layer_of_act" in s2s.grad(network, target=target).source(w1, w2, x)
+    params = {"k": 2.0, "v": np.array([0.5, -1.0])}  # with a container in the same call
+    np.testing.assert_allclose(s2s.grad(params_net, target=target)(w1[0, :2], params),
+                               numerical_grad(params_net, (w1[0, :2], params), 0), rtol=1e-6)
+
+
+def params_layer(w, params, act=np.sin):
+    return np.sum(act(w * params["v"])) * params["k"]
+
+
+def params_net(w, params):
+    return params_layer(w, params) + params_layer(w, params, np.cos)

@@ -38,7 +38,7 @@ import s2s_runtime
 from ..astutil import attr_chain, call, const, dotted, located, name, subst, to_source
 from ..custom import custom_jvp, custom_vjp
 from ..errors import NoRuleError, S2SError, UnsupportedError
-from ..frontend import MISSING
+from ..frontend import MISSING, parse
 from ..ir import TransformRequest
 from ..rules import array_method, canonical_name, lookup, template
 from . import params
@@ -51,6 +51,22 @@ LIST_METHODS = ("append", "insert", "pop")
 
 _ALLOWED_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "T", "real"}
 _LIBRARY_PREFIXES = ("numpy", "scipy", "numba", "math", "builtins", "s2s", "s2s_runtime", "jax", "torch")
+
+
+def _positions(node: gast.Call) -> dict[int, int]:
+    """A call's argument positions -> where each argument starts in ``node.args`` (a container passed as its
+    leaves: ``s2s_structures``)."""
+    structures = getattr(node, "s2s_structures", None) or {}
+    at, where = 0, {}
+    while at < len(node.args):
+        where[len(where)] = at
+        at += structures[len(where) - 1].num_leaves if len(where) - 1 in structures else 1
+    return where
+
+
+def _is_function(obj) -> bool:
+    """A function or callable object passed as a value (not a type such as ``np.float32``, not data)."""
+    return callable(obj) and not isinstance(obj, (type, np.ndarray, np.generic))
 
 
 def is_user_function(obj) -> bool:
@@ -202,6 +218,9 @@ class _Resolver(gast.NodeTransformer):
             rows = node.args[0]
             rows.elts = [located(gast.Call(func=copy.deepcopy(func), args=[e], keywords=[]), e)
                          if isinstance(e, (gast.List, gast.Tuple)) else e for e in rows.elts]
+        in_module = isinstance(func, gast.Name) and func.id in self.program.module_functions()
+        if is_user_function(self.program.function_of(func.id) if in_module else maker):
+            self._mark_functions(node)
         node.args = [self.visit(a) for a in node.args]
         for kw in node.keywords:
             kw.value = self.visit(kw.value)
@@ -210,6 +229,10 @@ class _Resolver(gast.NodeTransformer):
             fn = self.program.function_of(func.id)
             if is_user_function(fn):
                 self._bind(node, fn)
+                specialised = self._specialise(node, fn)
+                if specialised is not None:
+                    node.func = located(name(specialised), func)
+                    return node
             else:
                 self._pack_containers(node, func.id)
             # the copy for these arguments: the name may be another copy's (the first call's, passing a
@@ -236,6 +259,10 @@ class _Resolver(gast.NodeTransformer):
         obj = self._value_of(func)
         if is_user_function(obj):
             self._bind(node, obj)
+            specialised = self._specialise(node, obj)
+            if specialised is not None:
+                node.func = located(name(specialised), func)
+                return node
         else:
             if any(k.arg == "out" and not (isinstance(k.value, gast.Constant) and k.value.value is None)
                    for k in node.keywords):  # a write into an argument no derivative rule follows
@@ -304,13 +331,62 @@ class _Resolver(gast.NodeTransformer):
         if getattr(node, "s2s_structures", None):  # containers passed as their leaves: already positional
             if node.keywords:
                 raise self._unsupported(f"keyword arguments in a call of {fn.__name__} that passes a container")
+            given = len(_positions(node))
+            for p in list(inspect.signature(fn).parameters.values())[given:]:  # the defaults left out
+                if p.default is not p.empty:
+                    node.args.append(self._argument(p.default, p.name))
             return
         signature = inspect.signature(fn).parameters.values()
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in signature):
             raise self._unsupported(f"a call of {fn.__name__}, which takes `*args` or `**kwargs`",
                                     hint="give it one parameter per argument")
-        params.bind(node, params.from_signature(fn, self.constant), fn.__name__,
+        params.bind(node, params.from_signature(fn, self._argument), fn.__name__,
                     lambda message: self.src.error(S2SError, message, self.stmt))
+
+    # ----------------------------------------------- functions passed to functions
+    def _mark_functions(self, node: gast.Call) -> None:
+        """The arguments of a call of a user function that name functions (``apply(np.tanh, x)``) become
+        markers holding them (:meth:`_specialise` makes the callee's copy for them)."""
+        for k, a in enumerate(node.args):
+            node.args[k] = self._argument_node(a)
+        for kw in node.keywords:
+            kw.value = self._argument_node(kw.value)
+
+    def _argument_node(self, node):
+        value = self._maybe_value(node)
+        return self._argument(value, attr_chain(node)) if _is_function(value) else node
+
+    def _argument(self, value, label: str) -> gast.expr:
+        """A default or argument of a call of a user function: a function (``act=np.tanh``) as a marker."""
+        if not _is_function(value):
+            return self.constant(value, label)
+        marker = const(None)
+        marker.s2s_function = value
+        return marker
+
+    def _specialise(self, node: gast.Call, fn) -> str | None:
+        """For a call passing functions (the markers of :meth:`_argument`), the module name of a copy of ``fn``
+        without those parameters, each a constant name of the copy (so ``act(x)`` calls ``np.tanh``); else None.
+
+        ``def layer(x, w, act=np.tanh): return act(x @ w)`` called as ``layer(x, w)`` runs a copy
+        ``def layer2(x, w): return np.tanh(x @ w)``, as Python's own call would.
+        """
+        structures = getattr(node, "s2s_structures", None) or {}
+        where = _positions(node)
+        passed = [k for k, at in where.items() if k not in structures and hasattr(node.args[at], "s2s_function")]
+        if not passed:
+            return None
+        src = parse(getattr(fn, "py_func", fn))
+        copied = copy.deepcopy(src.node)
+        params.positional(copied)
+        copied.name = f"{src.name}_of_" + "_".join(copied.args.args[k].id for k in passed)
+        functions = {copied.args.args[k].id: node.args[where[k]].s2s_function for k in passed}
+        copied.args.args = [a for k, a in enumerate(copied.args.args) if k not in passed]
+        node.args = [a for at, a in enumerate(node.args) if at not in {where[k] for k in passed}]
+        structures = {k - sum(p < k for p in passed): tree for k, tree in structures.items()}
+        if structures:
+            node.s2s_structures = structures
+        return self.program.add_helper(copied, src, functions, structures)
 
     @staticmethod
     def _is_jvp(maker) -> bool:
