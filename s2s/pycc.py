@@ -136,6 +136,8 @@ def _kind(t) -> tuple | None:
         return str(np.dtype(str(t.dtype))), t.ndim, t.layout
     if isinstance(t, (types.Float, types.Integer)):
         return str(np.dtype(str(t))), None, None
+    if isinstance(t, types.BaseTuple):  # each item checked as an argument of its own
+        return "tuple", tuple(_kind(item) for item in t.types), None
     return None
 
 
@@ -143,28 +145,32 @@ def _kind(t) -> tuple | None:
 _CHECK_SOURCE = """def _checked(function, params, kinds, args):
     if len(args) != len(kinds):
         raise TypeError(f"{function} takes {len(kinds)} arguments ({', '.join(params)}), got {len(args)}")
-    checked = []
-    for param, kind, a in zip(params, kinds, args):
-        if kind is None:
-            checked.append(a)
-            continue
-        dtype, ndim, layout = kind
-        if ndim is None:
-            if np.ndim(a) != 0 or not isinstance(a, (int, float, np.integer, np.floating)) \
-                    or np.dtype(dtype).kind in "iu" and not isinstance(a, (int, np.integer)):
-                raise TypeError(f"{function}: `{param}` must be a {dtype} number (the signature built); "
-                                f"got {type(a).__name__}")
-            checked.append(np.dtype(dtype).type(a).item())
-            continue
-        order = {"C": "c_contiguous", "F": "f_contiguous"}.get(layout)
-        if not isinstance(a, np.ndarray) or a.dtype != np.dtype(dtype) or a.ndim != ndim \
-                or order is not None and not getattr(a.flags, order):
-            got = f"a {a.ndim}-d {a.dtype} array" if isinstance(a, np.ndarray) else type(a).__name__
-            needs = {"C": " C-contiguous", "F": " Fortran-contiguous"}.get(layout, "")
-            raise TypeError(f"{function}: `{param}` must be a {ndim}-d{needs} {dtype} array (the signature "
-                            f"built); got {got}")
-        checked.append(a)
-    return checked
+    return [_checked_one(function, param, kind, a) for param, kind, a in zip(params, kinds, args)]
+
+
+def _checked_one(function, param, kind, a):
+    if kind is None:
+        return a
+    dtype, ndim, layout = kind
+    if dtype == "tuple":
+        if not isinstance(a, tuple) or len(a) != len(ndim):
+            got = f"a tuple of {len(a)}" if isinstance(a, tuple) else type(a).__name__
+            raise TypeError(f"{function}: `{param}` must be a tuple of {len(ndim)} (the signature built); got {got}")
+        return tuple(_checked_one(function, f"{param}[{k}]", item, v) for k, (item, v) in enumerate(zip(ndim, a)))
+    if ndim is None:
+        if np.ndim(a) != 0 or not isinstance(a, (int, float, np.integer, np.floating)) \\
+                or np.dtype(dtype).kind in "iu" and not isinstance(a, (int, np.integer)):
+            raise TypeError(f"{function}: `{param}` must be a {dtype} number (the signature built); "
+                            f"got {type(a).__name__}")
+        return np.dtype(dtype).type(a).item()
+    order = {"C": "c_contiguous", "F": "f_contiguous"}.get(layout)
+    if not isinstance(a, np.ndarray) or a.dtype != np.dtype(dtype) or a.ndim != ndim \\
+            or order is not None and not getattr(a.flags, order):
+        got = f"a {a.ndim}-d {a.dtype} array" if isinstance(a, np.ndarray) else type(a).__name__
+        needs = {"C": " C-contiguous", "F": " Fortran-contiguous"}.get(layout, "")
+        raise TypeError(f"{function}: `{param}` must be a {ndim}-d{needs} {dtype} array (the signature "
+                        f"built); got {got}")
+    return a
 """
 
 

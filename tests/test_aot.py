@@ -383,3 +383,23 @@ def test_parallel_build_writes_what_a_serial_build_writes(model):
     assert done.returncode == 0, done.stderr
     assert [line.split("] ")[0] for line in done.stderr.splitlines()] == ["[1/3", "[2/3", "[3/3"]
     assert (parallel / "model_grad.py").read_text() == (serial / "model_grad.py").read_text()
+
+
+def test_the_compiled_wrapper_checks_the_items_of_a_tuple_argument():
+    """A `--compiled` module's wrapper checked arrays and numbers but passed a tuple as it was: a tuple holding a
+    float32 array, or a list for the tuple, crashed the process in the extension (a probe found it)."""
+    from numba.core import types
+
+    from s2s.pycc import _CHECK_SOURCE, _kind
+
+    namespace = {"np": np}
+    exec(_CHECK_SOURCE, namespace)
+    kinds = tuple(_kind(t) for t in (types.float64[::1], types.Tuple((types.float64[:], types.float64))))
+    w, a = np.ones(3), np.arange(3.0)
+    checked = namespace["_checked"]("loss", ("w", "pair"), kinds, (w, (a, 2)))
+    assert checked[0] is w and checked[1][0] is a and checked[1][1] == 2.0 and type(checked[1][1]) is float
+    for pair, words in (([a, 1.0], "`pair` must be a tuple of 2 .* got list"),
+                        ((a.astype(np.float32), 1.0), r"`pair\[0\]` must be a 1-d float64 array"),
+                        ((a, 1.0, 2.0), "a tuple of 3"), ((a, a), r"`pair\[1\]` must be a float64 number")):
+        with pytest.raises(TypeError, match=words):
+            namespace["_checked"]("loss", ("w", "pair"), kinds, (w, pair))
