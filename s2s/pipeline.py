@@ -173,6 +173,8 @@ def _outputs(fn, ctx):
     if not ctx.entry:
         outputs.reject_dicts(fn, ctx.src.unsupported)
         return fn
+    if ctx.program.has_aux:
+        fn = outputs.paired_returns(fn, ctx.namer)
     tree = outputs.structure(fn, ctx.src.resolve, ctx.src.unsupported)
     return fn if tree is None else outputs.rewrite(fn, tree, ctx.program.flat_outputs, ctx.program.has_aux)
 

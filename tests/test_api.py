@@ -752,3 +752,22 @@ def params_layer(w, params, act=np.sin):
 
 def params_net(w, params):
     return params_layer(w, params) + params_layer(w, params, np.cos)
+
+
+def scaled_with_aux(a, scale):
+    return scale * np.sum(a * a), a * 2.0
+
+
+def aux_from_a_call(a):
+    return scaled_with_aux(a, 3.0)
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_has_aux_of_a_pair_returned_by_a_call(target):
+    """`return g(x)` of a function returning (value, aux), with has_aux: an internal AttributeError before (the
+    builder read the returned pair's items), also for a partial of g."""
+    a = np.array([1.0, 2.0, 3.0])
+    for fn in (aux_from_a_call, functools.partial(scaled_with_aux, scale=3.0)):
+        g, aux = s2s.grad(fn, has_aux=True, target=target)(a)
+        np.testing.assert_allclose(g, 6.0 * a)
+        np.testing.assert_allclose(aux, 2.0 * a)

@@ -45,7 +45,40 @@ from ..naming import Namer
 from ..tree_util import LEAF, TreeDef, tree_flatten
 from . import records
 
-__all__ = ["structure", "of_source", "rewrite", "rebuild", "as_tuples", "reject_dicts"]
+__all__ = ["structure", "of_source", "rewrite", "rebuild", "as_tuples", "reject_dicts", "paired_returns"]
+
+
+def paired_returns(fn: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+    """With ``has_aux``: ``return e`` of a call or a name (the pair not written out) becomes
+    ``_value, _aux = e`` then ``return (_value, _aux)``, the form the builder reads.
+
+        >>> from s2s.astutil import to_source
+        >>> fn = gast.parse("def f(x):\\n    return g(x, 3.0)").body[0]
+        >>> print(to_source(paired_returns(fn, Namer({"f", "g", "x"}))).strip())
+        def f(x):
+            _value, _aux = g(x, 3.0)
+            return _value, _aux
+    """
+    def store(v):
+        return gast.Name(id=v, ctx=gast.Store(), annotation=None, type_comment=None)
+
+    def paired(body: list) -> list:
+        out = []
+        for s in body:
+            for field in ("body", "orelse"):
+                if isinstance(getattr(s, field, None), list):
+                    setattr(s, field, paired(getattr(s, field)))
+            if isinstance(s, gast.Return) and isinstance(s.value, (gast.Call, gast.Name)):
+                value, aux = namer.fresh("_value"), namer.fresh("_aux")
+                out.append(gast.copy_location(gast.Assign(
+                    targets=[gast.Tuple(elts=[store(value), store(aux)], ctx=gast.Store())], value=s.value), s))
+                s.value = gast.Tuple(elts=[gast.Name(id=v, ctx=gast.Load(), annotation=None, type_comment=None)
+                                           for v in (value, aux)], ctx=gast.Load())
+            out.append(s)
+        return out
+
+    fn.body = paired(fn.body)
+    return fn
 
 
 def _returns(fn: gast.FunctionDef) -> list:
