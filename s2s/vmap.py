@@ -244,7 +244,7 @@ class Vmapped(Specialised):
             inner = self.inner.entry(example, kernel=True) if self.target == "cuda" and isinstance(
                 self.inner, Transformed) else self.inner.entry(example)
             example_leaves = _flatten_all(example)[0]
-            outputs = inner.function(*example_leaves)
+            outputs = _numbers_typed(inner.function(*example_leaves), inner.function)
             entry = self._build(inner, example_leaves, axes, outputs, leaf_types)
             entry.example = (outputs, example)
             return entry
@@ -423,6 +423,19 @@ def _device_key(args: tuple) -> tuple | None:
         else:
             return None
     return tuple(key)
+
+
+def _numbers_typed(outputs, function):
+    """``outputs`` of a compiled ``function`` with its float32 numbers as ``np.float32`` (Numba returns them as
+    Python floats, and the batch of them would be allocated float64)."""
+    signatures = getattr(function, "nopython_signatures", [])
+    if len(signatures) != 1:
+        return outputs
+    returned = signatures[0].return_type
+    kinds = returned.types if isinstance(outputs, tuple) and hasattr(returned, "types") else (returned,)
+    typed = [np.float32(o) if str(k) == "float32" else o
+             for o, k in zip(outputs if isinstance(outputs, tuple) else (outputs,), kinds)]
+    return tuple(typed) if isinstance(outputs, tuple) else typed[0]
 
 
 def _example_shape(leaf, axis: int | None) -> tuple:

@@ -432,3 +432,21 @@ def test_a_shared_array_the_function_writes_into_is_written_once_per_example(tar
     out = s2s.vmap(counted, in_axes=(0, None), target=target)(np.ones((3, 2)), count)
     np.testing.assert_allclose(out, 2.0 * np.ones((3, 2)))
     assert count[0] == 3.0
+
+
+def float32_sum(x, w):
+    return np.sum(np.sin(x) * w)
+
+
+@pytest.mark.parametrize("target", ["cpu", "parallel", "python"])
+def test_a_batch_of_float32_numbers_is_float32(target):
+    """vmap of a function returning a float32 number gave a float64 batch on the compiled targets (Numba returns
+    the example's float32 as a Python float, and the batch was allocated from it); value_and_grad too."""
+    x, w = np.random.default_rng(5).normal(size=(4, 3)).astype(np.float32), np.ones(3, np.float32)
+    got = s2s.vmap(float32_sum, in_axes=(0, None), target=target)(x, w)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, [float32_sum(v, w) for v in x], rtol=1e-6)
+    inner = s2s.value_and_grad(float32_sum, target="python" if target == "python" else "cpu")
+    values, grads = s2s.vmap(inner, in_axes=(0, None), target=target)(x, w)
+    assert values.dtype == grads.dtype == np.float32
+    np.testing.assert_allclose(grads, np.cos(x.astype(float)), rtol=1e-6)
