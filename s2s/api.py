@@ -65,6 +65,7 @@ class Transformed(Specialised):
         functools.update_wrapper(self, fn)
         # a partial's free parameters, and the parameters after them that hold its bound values
         self.s2s_free, self.s2s_bound = getattr(fn, "s2s_free", None), getattr(fn, "s2s_bound", 0)
+        self.s2s_renamed, self.s2s_why = getattr(fn, "s2s_renamed", {}), getattr(fn, "s2s_why", "")
         self.fn = fn
         self.transform = transform
         self.argnums = argnums if isinstance(argnums, int) else tuple(argnums)
@@ -84,8 +85,9 @@ class Transformed(Specialised):
         """The arguments bound to the function's parameters (defaults applied), checked, and their names."""
         kwargs = kwargs or {}
         if self.s2s_free is not None and len(args) > self.s2s_free:
-            raise InputError(f"{self.__name__} takes {self.s2s_free} positional arguments (the partial binds "
-                             f"the others), got {len(args)}")
+            raise InputError(f"{self.__name__} takes {self.s2s_free} positional arguments ({self.s2s_why}), "
+                             f"got {len(args)}")
+        kwargs = {self.s2s_renamed.get(k, k): v for k, v in kwargs.items()}  # a partial's keyword given again
         if self.signature is not None:
             try:
                 bound = self.signature.bind(*args, **kwargs)

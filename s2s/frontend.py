@@ -244,17 +244,18 @@ def wrap_partial(fn: functools.partial) -> types.FunctionType:
         >>> g(0.5), inspect.getsource(g).strip()
         (3.0, 'def scaled(w, __x=__x, __scale=__scale):\\n    return __fn__(w, __x, __scale)')
 
-    ``wrapper.s2s_free`` counts the free parameters, ``wrapper.s2s_bound`` those after them. A free
+    ``wrapper.s2s_free`` counts the free parameters given by position, ``wrapper.s2s_bound`` the parameters
+    after the free ones, ``s2s_renamed`` names them by their keywords, ``s2s_why`` explains the count. A free
     parameter whose default is not data (``act=np.tanh``), or any parameter with a default of a function
     that is not Python's, is left to ``f``; ``*args`` and ``**kwargs`` cannot be free.
     """
     python = isinstance(fn.func, types.FunctionType)
-    free = []
+    free, left = [], []
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise S2SError(f"cannot transform {fn!r}: its function takes *{p.name}")
-        if p.name not in fn.keywords and (p.default is p.empty or python and _is_data(p.default)):
-            free.append(p)
+        if p.name not in fn.keywords:
+            (free if p.default is p.empty or python and _is_data(p.default) else left).append(p)
     namespace, data = {"__fn__": fn.func}, {}
     for key, value in [*enumerate(fn.args), *fn.keywords.items()]:
         (data if _is_data(value) else namespace)[f"__{key}"] = value
@@ -279,7 +280,13 @@ def wrap_partial(fn: functools.partial) -> types.FunctionType:
     exec(compile(text, filename, "exec"), namespace, data)  # the bound data are defaults, not globals
     wrapper = data.pop(name)
     wrapper.__module__ = "s2s_wrappers"
-    wrapper.s2s_free, wrapper.s2s_bound = len(free), len(data)
+    # as Python's partial: the free parameters after one bound by keyword are given by keyword
+    wrapper.s2s_free = next((k for k, p in enumerate(free) if p.kind is p.KEYWORD_ONLY), len(free))
+    wrapper.s2s_bound = len(data)
+    wrapper.s2s_renamed = {k: f"__{k}" for k in fn.keywords if f"__{k}" in data}  # a bound keyword given again
+    wrapper.s2s_why = "the partial binds the others" if fn.args or fn.keywords else \
+        ", ".join(f"`{p.name}`" for p in left) + (" keeps its default" if len(left) == 1 else " keep their defaults") \
+        + ", which s2s cannot take as an argument"
     return wrapper
 
 

@@ -76,6 +76,7 @@ class Program:
         self.transformed: dict[str, object] = {}  # module name → a transform called by user code
         self._module_functions: set[str] = set()
         self.rule_names: dict[object, str] = {}  # a custom rule's function → its module name
+        self.specialised: dict = {}  # (function, functions passed to it, structures) → its copy's module name
         # the entry returns its containers' leaves as one tuple (a derivative transform; passes/outputs.py),
         # and its result is a pair (value, aux)
         self.flat_outputs = False
@@ -122,7 +123,8 @@ class Program:
         for key, known in self.transformed.items():
             if known is transformed:
                 return key
-        key = self.namer.fresh(f"{transformed.__name__}_{transformed.transform}")
+        label = transformed.__name__ if transformed.__name__.isidentifier() else "lambda"  # `<lambda>`
+        key = self.namer.fresh(f"{label}_{transformed.transform}")
         self.transformed[key] = transformed
         return key
 

@@ -130,8 +130,10 @@ class Vmapped(Specialised):
     def __call__(self, *args, **kwargs):
         free = getattr(self._function, "s2s_free", None)
         if free is not None and len(args) > free and not self._keyword_form:
-            raise InputError(f"vmap of {self.__name__} takes {free} positional arguments (the partial binds the "
-                             f"others), got {len(args)}")
+            raise InputError(f"vmap of {self.__name__} takes {free} positional arguments "
+                             f"({self._function.s2s_why}), got {len(args)}")
+        renamed = getattr(self._function, "s2s_renamed", {})
+        kwargs = {renamed.get(k, k): v for k, v in kwargs.items()}  # a partial's keyword given again
         if kwargs or len(args) < self._arity:  # keywords (batched along axis 0, as in JAX) or defaults
             args, in_axes = self._by_position(args, kwargs)
             form = self._keyword_forms.get(repr(in_axes))

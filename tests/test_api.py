@@ -699,6 +699,20 @@ def test_partials_of_one_function_and_their_misuse():
     np.testing.assert_allclose(grads["v"], 2.0 * b / np.cosh(b * a) ** 2, rtol=1e-9)
     assert grads["k"] == pytest.approx(np.sum(np.tanh(b * a)), rel=1e-12)
     np.testing.assert_allclose(s2s.grad(functools.partial(lambda u, v: np.sum(u * v), v=a))(b), a)
+    x = np.full((3, 3), 0.2)
+    by_keyword = functools.partial(partial_loss, x=x)  # `scale`, after `x`, is given by keyword (as in Python)
+    with pytest.raises(s2s.InputError, match="takes 1 positional arguments"):
+        s2s.grad(by_keyword, target="python")(a, 3.0)
+    np.testing.assert_allclose(s2s.grad(by_keyword, target="python")(a, scale=3.0),
+                               numerical_grad(lambda v: partial_loss(v, x, 3.0), (a,), 0), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(s2s.grad(by_keyword, target="python")(a, x=2 * x),  # a bound keyword again
+                               numerical_grad(lambda v: partial_loss(v, 2 * x), (a,), 0), rtol=1e-5, atol=1e-8)
+    with pytest.raises(s2s.InputError, match="`mode` keeps its default"):
+        s2s.grad(summed_by_mode, target="python")(a, "mean")
+
+
+def summed_by_mode(x, mode="sum"):
+    return np.sum(x) if mode == "sum" else np.mean(x)
 
 
 def test_a_partials_data_is_not_kept_after_its_transform():
@@ -744,6 +758,43 @@ def test_functions_passed_as_arguments_and_defaults(target):
     params = {"k": 2.0, "v": np.array([0.5, -1.0])}  # with a container in the same call
     np.testing.assert_allclose(s2s.grad(params_net, target=target)(w1[0, :2], params),
                                numerical_grad(params_net, (w1[0, :2], params), 0), rtol=1e-6)
+
+
+def layer_of_act(x, w):  # the name of the copy of `layer` given `act`
+    return x @ w * 5.0
+
+
+def layer_and_its_namesake(x, w):
+    return np.sum(layer(x, w, act=np.sin) + layer_of_act(x, w))
+
+
+def repeated(f, x, n):
+    if n == 0:
+        return f(x)
+    return repeated(f, f(x), n - 1)
+
+
+def maybe_activated(x, act=None):
+    if act is None:
+        return x * 2.0
+    return act(x)
+
+
+def through_functions(x):
+    return np.sum(repeated(np.sin, x, 2)) + np.sum(maybe_activated(x, np.tanh)) + np.sum(maybe_activated(x))
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_copies_for_functions_passed_are_distinct_and_finite(target):
+    """A user function named as the copy s2s makes (`layer_of_act`) is the user's (the copy ran in its place:
+    a wrong value and gradient, no error); a recursion passing a function on makes one copy (it made copies
+    forever); `act is None` in a copy given a function is False."""
+    w, x = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([0.3, -0.2])
+    assert s2s.jit(layer_and_its_namesake, target=target)(x, w) == pytest.approx(layer_and_its_namesake(x, w))
+    np.testing.assert_allclose(s2s.grad(layer_and_its_namesake, target=target)(x, w),
+                               w @ np.cos(x @ w) + 5.0 * w.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(s2s.grad(through_functions, target=target)(x),
+                               numerical_grad(through_functions, (x,), 0), rtol=1e-6)
 
 
 def params_layer(w, params, act=np.sin):

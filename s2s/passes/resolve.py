@@ -43,6 +43,7 @@ from ..ir import TransformRequest
 from ..rules import array_method, canonical_name, lookup, template
 from . import params
 from .flatten import flatten_literal_args, pack_leaves
+from .none_params import none_test
 
 __all__ = ["resolve", "to_source"]
 
@@ -51,6 +52,19 @@ LIST_METHODS = ("append", "insert", "pop")
 
 _ALLOWED_ATTRIBUTES = {"shape", "ndim", "size", "dtype", "T", "real"}
 _LIBRARY_PREFIXES = ("numpy", "scipy", "numba", "math", "builtins", "s2s", "s2s_runtime", "jax", "torch")
+
+
+class _Given(gast.NodeTransformer):
+    """``p is None`` of a parameter given a function: False (``is not None``: True)."""
+
+    def __init__(self, functions: dict):
+        self.functions = functions
+
+    def visit_Compare(self, node):
+        test = none_test(node)
+        if test is None or test[0] not in self.functions:
+            return self.generic_visit(node)
+        return gast.copy_location(const(not test[1]), node)
 
 
 def _positions(node: gast.Call) -> dict[int, int]:
@@ -209,8 +223,8 @@ class _Resolver(gast.NodeTransformer):
         if isinstance(func, gast.Attribute) and self._is_local(func.value) or (
                 isinstance(func, gast.Attribute) and isinstance(self._maybe_value(func.value), np.ndarray)):
             return self._method_call(node)
-        maker = None if isinstance(func, gast.Name) and func.id in self.program.module_functions() \
-            else self._maybe_value(func)
+        in_module = self._module_call(func)
+        maker = None if in_module else self._maybe_value(func)
         if self._is_jvp(maker):
             return self._jvp_call(node, func)
         if maker is np.array and node.args and isinstance(node.args[0], (gast.List, gast.Tuple)):
@@ -218,14 +232,13 @@ class _Resolver(gast.NodeTransformer):
             rows = node.args[0]
             rows.elts = [located(gast.Call(func=copy.deepcopy(func), args=[e], keywords=[]), e)
                          if isinstance(e, (gast.List, gast.Tuple)) else e for e in rows.elts]
-        in_module = isinstance(func, gast.Name) and func.id in self.program.module_functions()
         if is_user_function(self.program.function_of(func.id) if in_module else maker):
             self._mark_functions(node)
         node.args = [self.visit(a) for a in node.args]
         for kw in node.keywords:
             kw.value = self.visit(kw.value)
         self._dtype_argument(lookup(getattr(maker, "py_func", maker)) if callable(maker) else None, node)
-        if isinstance(func, gast.Name) and func.id in self.program.module_functions():
+        if in_module:
             fn = self.program.function_of(func.id)
             if is_user_function(fn):
                 self._bind(node, fn)
@@ -343,6 +356,14 @@ class _Resolver(gast.NodeTransformer):
         params.bind(node, params.from_signature(fn, self._argument), fn.__name__,
                     lambda message: self.src.error(S2SError, message, self.stmt))
 
+    def _module_call(self, func) -> bool:
+        """Whether ``func`` names a function of the generated module (a copy, a lifted function), and not a
+        user function of the same name (``layer_of_act``, written by the user, beside a copy of ``layer``)."""
+        if not (isinstance(func, gast.Name) and func.id in self.program.module_functions()):
+            return False
+        own = self.src.resolve(func.id)
+        return not is_user_function(own) or self.program.function_of(func.id) is getattr(own, "py_func", own)
+
     # ----------------------------------------------- functions passed to functions
     def _mark_functions(self, node: gast.Call) -> None:
         """The arguments of a call of a user function that name functions (``apply(np.tanh, x)``) become
@@ -386,7 +407,11 @@ class _Resolver(gast.NodeTransformer):
         structures = {k - sum(p < k for p in passed): tree for k, tree in structures.items()}
         if structures:
             node.s2s_structures = structures
-        return self.program.add_helper(copied, src, functions, structures)
+        key = (fn, tuple((p, id(f)) for p, f in functions.items()), tuple(sorted(structures.items())))
+        if key not in self.program.specialised:  # once per function and functions: a recursion calls itself
+            _Given(functions).visit(copied)
+            self.program.specialised[key] = self.program.add_helper(copied, src, functions, structures)
+        return self.program.specialised[key]
 
     @staticmethod
     def _is_jvp(maker) -> bool:
