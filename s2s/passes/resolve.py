@@ -6,7 +6,9 @@ Calls of NumPy, ``math`` and builtin functions are spelled canonically
 ``np.sum(x, 0)``, ``x.T`` becomes ``np.transpose(x)``); calls of the user's
 own functions are renamed to their copies in the generated module; global
 and closure constants are inlined (numbers) or become module constants
-(arrays). Anything else is an error at its line:
+(arrays); a call passing a function to a user function (``layer(h, w,
+act=relu)``, or a default ``act=np.tanh``) calls a copy of it with that
+function in place. Anything else is an error at its line:
 
     >>> import numpy as np
     >>> from s2s.frontend import parse
@@ -390,7 +392,7 @@ class _Resolver(gast.NodeTransformer):
         without those parameters, each a constant name of the copy (so ``act(x)`` calls ``np.tanh``); else None.
 
         ``def layer(x, w, act=np.tanh): return act(x @ w)`` called as ``layer(x, w)`` runs a copy
-        ``def layer2(x, w): return np.tanh(x @ w)``, as Python's own call would.
+        ``def layer_of_act(x, w): return np.tanh(x @ w)``, as Python's own call would.
         """
         structures = getattr(node, "s2s_structures", None) or {}
         where = _positions(node)
