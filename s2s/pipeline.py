@@ -173,8 +173,9 @@ def _outputs(fn, ctx):
     if not ctx.entry:
         outputs.reject_dicts(fn, ctx.src.unsupported)
         return fn
-    if ctx.program.has_aux:
-        fn = outputs.paired_returns(fn, ctx.namer)
+    if ctx.program.has_aux:  # `return g(x)` of the user's g, which returns the pair
+        fn = outputs.paired_returns(fn, ctx.namer, lambda call: isinstance(call.func, gast.Name)
+                                    and resolve.is_user_function(ctx.src.resolve(call.func.id)))
     tree = outputs.structure(fn, ctx.src.resolve, ctx.src.unsupported)
     return fn if tree is None else outputs.rewrite(fn, tree, ctx.program.flat_outputs, ctx.program.has_aux)
 

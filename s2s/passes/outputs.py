@@ -48,13 +48,13 @@ from . import records
 __all__ = ["structure", "of_source", "rewrite", "rebuild", "as_tuples", "reject_dicts", "paired_returns"]
 
 
-def paired_returns(fn: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
-    """With ``has_aux``: ``return e`` of a call or a name (the pair not written out) becomes
-    ``_value, _aux = e`` then ``return (_value, _aux)``, the form the builder reads.
+def paired_returns(fn: gast.FunctionDef, namer: Namer, pairs) -> gast.FunctionDef:
+    """With ``has_aux``: ``return g(...)`` where ``pairs(call)`` (a user function's, whose result is the pair)
+    becomes ``_value, _aux = g(...)`` then ``return (_value, _aux)``, the form the builder reads.
 
         >>> from s2s.astutil import to_source
         >>> fn = gast.parse("def f(x):\\n    return g(x, 3.0)").body[0]
-        >>> print(to_source(paired_returns(fn, Namer({"f", "g", "x"}))).strip())
+        >>> print(to_source(paired_returns(fn, Namer({"f", "g", "x"}), lambda call: True)).strip())
         def f(x):
             _value, _aux = g(x, 3.0)
             return _value, _aux
@@ -68,7 +68,7 @@ def paired_returns(fn: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
             for field in ("body", "orelse"):
                 if isinstance(getattr(s, field, None), list):
                     setattr(s, field, paired(getattr(s, field)))
-            if isinstance(s, gast.Return) and isinstance(s.value, (gast.Call, gast.Name)):
+            if isinstance(s, gast.Return) and isinstance(s.value, gast.Call) and pairs(s.value):
                 value, aux = namer.fresh("_value"), namer.fresh("_aux")
                 out.append(gast.copy_location(gast.Assign(
                     targets=[gast.Tuple(elts=[store(value), store(aux)], ctx=gast.Store())], value=s.value), s))
