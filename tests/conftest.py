@@ -19,15 +19,43 @@ from s2s.check import numerical_grad
 TARGETS = ("cpu", "python")
 
 
+# Compiled tests left out under CI as if marked ``slow``: each took 15-140 s of a full run on a 2-core Zen 3
+# (stop 38: 36 minutes in all) and each has a cheaper twin that stays (its Python target, a sibling
+# parametrisation, the same construct in another test). Node ids after the file name.
+CI_LEFT_OUT = {
+    "test_rule_table.py::test_first_order_compiled[helpers]",  # test_first_order[helpers] stays
+    "test_constructs.py::test_cumprod_roll_and_flip_along_an_axis[cpu]",
+    "test_constructs.py::test_matrix_norms[cpu--2]", "test_constructs.py::test_matrix_norms[cpu--1]",
+    "test_constructs.py::test_matrix_norms[cpu--inf]",  # their mirrors 2, 1 and inf stay
+    "test_constructs.py::test_more_array_methods[cpu]",
+    "test_matrix_fuzz.py::test_matrix_programs[2]", "test_matrix_fuzz.py::test_matrix_programs[3]",
+    "test_fuzz.py::test_fuzz_programs_b",
+    "test_runtime.py::test_adjoints_along_an_axis_compiled[shape1]",
+    "test_runtime.py::test_adjoints_along_an_axis_compiled[shape2]",
+    "test_fusion.py::test_row_sums_of_an_expression_join_the_loop_that_computes_it",
+    "test_fusion.py::test_row_sums_in_a_loop_that_reads_no_column",
+    "test_helper_cache.py::test_a_later_process_loads_helpers_and_survives_damaged_ones",  # the damaged-file
+    "test_issue10_regressions.py::test_second_order_of_extrema_of_a_vector[clip_times-cpu]",  # tests stay
+    "test_issue10_regressions.py::test_second_order_of_extrema_of_a_vector[amin_squared-cpu]",
+    "test_issue10_regressions.py::test_broadcast_to_sums_its_adjoint_back[row_broadcast_to_matrix-arg2-cpu]",
+    "test_issue10_regressions.py::test_a_name_rebound_to_another_shape[rebound_every_other-cpu]",
+    "test_forward.py::test_broadcasting",
+    "test_user_code.py::test_vmap_called_from_user_code[cpu]",
+    "test_higher_order.py::test_the_hessian_of_a_vector_function_is_each_outputs[cpu]",
+    "test_jacrev_directions.py::test_forward_over_vector_jacrev",
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under CI (``CI`` set) tests marked ``slow`` are skipped unless ``S2S_SLOW_TESTS=1``.
+    """Under CI (``CI`` set) tests marked ``slow``, and those in ``CI_LEFT_OUT``, are skipped unless
+    ``S2S_SLOW_TESTS=1``.
 
     CI has 30 minutes on 2 cores; a local ``python -m pytest -n 2`` runs everything.
     """
     if os.environ.get("CI") and os.environ.get("S2S_SLOW_TESTS") != "1":
         skip = pytest.mark.skip(reason="slow: left out under CI (S2S_SLOW_TESTS=1 runs it)")
         for item in items:
-            if "slow" in item.keywords:
+            if "slow" in item.keywords or item.nodeid.split("/")[-1] in CI_LEFT_OUT:
                 item.add_marker(skip)
 targets = pytest.mark.parametrize("target", TARGETS)
 
