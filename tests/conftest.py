@@ -43,6 +43,12 @@ CI_LEFT_OUT = {
     "test_user_code.py::test_vmap_called_from_user_code[cpu]",
     "test_higher_order.py::test_the_hessian_of_a_vector_function_is_each_outputs[cpu]",
     "test_jacrev_directions.py::test_forward_over_vector_jacrev",
+    "test_fusion.py::test_loops_over_matrices_read_rows_by_column",  # the other fusion tests of matrices stay
+    "test_fusion.py::test_loops_over_matrices_read_row_columns_by_row",
+    "test_higher_order.py::test_the_hessian_of_a_vector_function_whose_loop_rebinds_an_array[cpu]",  # [python]
+    "test_runtime.py::test_adjoints_along_an_axis_compiled[shape3]",  # shape0 stays
+    "test_helper_cache.py::test_two_processes_saving_helpers_at_once",  # test_cache's two processes stay
+    "test_matrix_fuzz.py::test_matrix_programs[0]",  # test_matrix_programs[1] stays
 }
 
 
