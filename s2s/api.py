@@ -46,6 +46,18 @@ _FLOATS = (np.float32, np.float64)
 _LEAF_TYPES = frozenset({float, int, bool, np.ndarray, np.float32, np.float64, np.int32, np.int64, np.bool_})
 
 
+
+def _float32_numbers(out, returned):
+    """``out`` with each Python float that the Numba type ``returned`` says is float32 an ``np.float32``.
+
+    >>> _float32_numbers((1.5, (2.5,)), nbtypes.Tuple((nbtypes.float64, nbtypes.UniTuple(nbtypes.float32, 1))))
+    (1.5, (np.float32(2.5),))
+    """
+    if isinstance(out, tuple) and isinstance(returned, nbtypes.BaseTuple) and len(out) == len(returned.types):
+        return tuple(_float32_numbers(o, t) for o, t in zip(out, returned.types))
+    return np.float32(out) if type(out) is float and returned == nbtypes.float32 else out
+
+
 class Transformed(Specialised):
     """A transformed function: call it as you would the original.
 
@@ -353,6 +365,9 @@ class Transformed(Specialised):
         if self.transform == "jit":  # jit of a transform returns what the transform returns (its containers)
             if isinstance(self.fn, Transformed):
                 return self.fn._outputs(out, values)
+            if isinstance(out, tuple):  # a float32 number in a tuple: Numba gives Python a float
+                signatures = getattr(self.entry(values).function, "nopython_signatures", None)
+                out = _float32_numbers(out, signatures[-1].return_type) if signatures else out
             return np.float32(out) if type(out) is float and self._float32_result(values) else self.value(out)
         if self.has_aux:  # (derivative, aux); value_and_grad: ((value, aux), grad)
             if self.transform == "value_and_grad":

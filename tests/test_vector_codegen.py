@@ -112,6 +112,29 @@ def test_division_by_zero_gives_numpy_values():
     assert s2s.grad(lambda x: 1.0 / x)(0.0) == -math.inf
 
 
+def half_powers(x):
+    y = x.astype(np.float32)
+    return x ** 0.5, np.power(x[1:], 0.5) * x[1:], x[0] ** 0.5, np.sum(y ** 0.5 + y)
+
+
+def test_an_array_to_the_power_one_half_is_numpy_s_square_root():
+    """NumPy computes ``a ** 0.5`` of an array as ``np.sqrt(a)``: nan at -inf and -0.0 at -0.0, where
+    ``pow`` (and Python, and NumPy for a number) gives inf and 0.0. s2s gave ``pow``'s values for arrays."""
+    x = np.array([-np.inf, -0.0, 4.0, np.nan, 2.0])
+    with np.errstate(invalid="ignore"):
+        want = half_powers(x)
+    assert want[2] == math.inf and math.isnan(want[0][0]) and math.isnan(want[3])  # a number's power is pow's
+    for target in ("cpu", "python"):
+        got = s2s.jit(half_powers, target=target)(x)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+            numbers = ~np.isnan(w)  # -0.0 stays -0.0 (a NaN's sign means nothing)
+            assert np.array_equal(np.signbit(g)[numbers], np.signbit(w)[numbers]), (g, w)
+            assert np.asarray(g).dtype == np.asarray(w).dtype  # a float32 number in a tuple is float32
+    source = s2s.source(s2s.jit(half_powers), x)
+    assert source.count("np.sqrt(") == 3, source
+
+
 @pytest.mark.usefixtures("no_disk_cache")
 @pytest.mark.parametrize("transform, fn, args", [
     ("jit", np.tanh, (X,)),

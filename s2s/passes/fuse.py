@@ -96,6 +96,7 @@ from ..astutil import assign, attr_chain, call, const, dotted, name
 from ..naming import Namer
 from ..rules import lookup_spelling
 from .bounds import in_bounds
+from .integer_powers import float32_halves, half_power_of_array
 from .simplify import fresh, pure, simplify, value_reads
 
 __all__ = ["fuse", "Namer"]
@@ -135,15 +136,16 @@ class _Run:
 
 def fuse(body: list, typemap: dict, namer: Namer, broadcast: bool = False) -> list:
     """``body`` with each run of fusable top-level statements rewritten as one loop (``broadcast``: see above)."""
-    fuser = _Fuser(typemap, namer, broadcast)
+    fuser = _Fuser(typemap, namer, broadcast, float32_halves(body))
     return fuser.block(fuser.hoist(body) if broadcast else body)
 
 
 class _Fuser:
-    def __init__(self, typemap, namer, broadcast: bool = False):
+    def __init__(self, typemap, namer, broadcast: bool = False, halves=frozenset()):
         self.types = dict(typemap)  # a lifted sum's scalar is added to it
         self.namer = namer
         self.broadcast = broadcast
+        self.halves = halves  # names bound to np.float32(0.5)
         self.shapes = Shapes(self.array_ndim, self.is_scalar)  # the shape tests known to hold are left out
         self.mirrors: dict[str, str] = {}  # `v = a[::-1]` of a 1-D array, bound before: v -> a
         self.fresh: set[str] = set()  # arrays whose binding made new memory (no other name shares it)
@@ -877,6 +879,10 @@ class _Fuser:
                     return name(elem(node.id))
                 return node
 
+            def visit_BinOp(inner, node):  # noqa: N805
+                half = half_power_of_array(node, self.array_ndim, self.halves)  # `a ** 0.5`: NumPy's np.sqrt
+                return inner.generic_visit(half)
+
             def visit_Call(inner, node):  # noqa: N805
                 spelling = attr_chain(node.func) or ""
                 if _fact(spelling, "passes_through"):
@@ -885,6 +891,8 @@ class _Fuser:
                     return inner.visit(copy.deepcopy(node.args[0]))
                 if _fact(spelling, "counts"):  # read from shapes, once
                     return node
+                if spelling in ("np.power", "numpy.power"):
+                    node = half_power_of_array(node, self.array_ndim, self.halves)
                 inner.generic_visit(node)
                 if spelling in ("np.where", "numpy.where") and len(node.args) == 3 and not node.keywords:
                     # of scalars Numba's np.where gives a 0-d array: the element is a conditional expression
