@@ -266,6 +266,24 @@ def test_sums_of_booleans_are_not_lifted_as_floats():
     assert got == 4 and isinstance(got, (int, np.integer))
 
 
+def sum_plus_one(k):
+    return np.sum(k + 1)
+
+
+def sum_of_squares(k):
+    total = np.sum(k * k)
+    return total
+
+
+def test_a_sum_of_integers_is_an_exact_integer():
+    """A fused loop summed ``np.sum(k + 1)`` of integers into a float: 2**53 + 1 came back as 2**53, a float,
+    where NumPy gives the exact int64. A sum into an integer now stays NumPy's."""
+    for fn, k in ((sum_plus_one, np.array([2 ** 53, 0, -3])), (sum_of_squares, np.array([2 ** 27 + 1, 1, 2])),
+                  (sum_plus_one, np.array([2 ** 30, 5], np.int32))):
+        got = s2s.jit(fn)(k)
+        assert got == fn(k) and isinstance(got, (int, np.integer)), (got, fn(k))
+
+
 def moments(x, y):
     return np.mean((x - y) ** 2) + np.var(x) - np.std(y) + np.linalg.norm(x) + np.mean(x)
 

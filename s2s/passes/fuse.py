@@ -160,6 +160,10 @@ class _Fuser:
     def is_scalar(self, var: str) -> bool:
         return isinstance(self.types.get(var), (nbtypes.Number, nbtypes.Boolean))
 
+    def is_float(self, var: str) -> bool:
+        """A float number: what a fused loop may sum into (the sum of integers stays NumPy's, exact)."""
+        return isinstance(self.types.get(var), nbtypes.Float)
+
     # ------------------------------------------------------- what fuses
     def elementwise(self, expr, run: _Run) -> bool:
         """Whether ``expr`` is computed element by element over the run's shape (or is a scalar)."""
@@ -264,12 +268,12 @@ class _Fuser:
                         and isinstance(value.args[0], gast.Name) and self.array_ndim(value.args[0].id) == run.ndim:
                     return True
                 return self.elementwise(value, run) and self._reads_full(value, run)
-            if self.is_scalar(target) and isinstance(value, gast.Call) and (attr_chain(value.func) or "") == "np.sum" \
+            if self.is_float(target) and isinstance(value, gast.Call) and (attr_chain(value.func) or "") == "np.sum" \
                     and len(value.args) == 1 and not value.keywords:  # a sum over the run's whole shape
                 return self.elementwise(value.args[0], run) and self._reads_full(value.args[0], run)
             return False
         if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Name) and isinstance(s.op, gast.Add) \
-                and self.is_scalar(s.target.id):  # `v += np.sum(e)`, `v += rt.unbroadcast(e, v)`: v sums e
+                and self.is_float(s.target.id):  # `v += np.sum(e)`, `v += rt.unbroadcast(e, v)`: v sums e
             summed = self._summed(s.value)
             read = {n.id for r in run.stmts for n in gast.walk(r) if isinstance(n, gast.Name)}
             return summed is not None and s.target.id not in read and self.elementwise(summed, run) \
