@@ -890,6 +890,32 @@ def test_a_write_through_the_reshape_of_a_strided_view_reaches_its_base(target):
     np.testing.assert_array_equal(tangent, zero_a_column_through_a_reshape(np.ones_like(x)))
 
 
+def scale_rows_through_views(x):
+    b = x.copy()
+    first = b[0]
+    first *= 3.0
+    c = first[1]
+    for i in range(b.shape[0]):
+        row = b[i]
+        row *= i + c
+        row[1] = row[0] * row[1]
+    return np.sum(np.sin(b)) + c ** 2
+
+
+@targets
+def test_writes_through_a_row_view_reach_the_array_it_views(target):
+    """``row = b[i]`` then ``row *= c`` or ``row[1] = v`` changes ``b``: reverse mode refused both ("an
+    in-place `row op= ...` on an array that shares memory with `b`"); the writes now go to ``b[i]`` and
+    ``b[i, 1]``, and the view is taken again after each."""
+    x = RNG.standard_normal((4, 3))
+    assert s2s.jit(scale_rows_through_views, target=target)(x) == pytest.approx(scale_rows_through_views(x),
+                                                                               rel=1e-13)
+    assert_grads(scale_rows_through_views, (x,), target=target, rtol=1e-6, atol=1e-8)
+    if target == "python":
+        np.testing.assert_allclose(s2s.hessian(scale_rows_through_views, target=target)(x[:2]),
+                                   numerical_hessian(scale_rows_through_views, (x[:2],), 0), rtol=1e-4, atol=1e-5)
+
+
 MATRIX_ORDS = (2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc")
 
 

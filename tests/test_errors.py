@@ -166,18 +166,29 @@ def moments_of(x):
 
 
 def keeps_the_tuple(x):
-    t = moments_of(x)  # <- tuple
+    t = moments_of(x)
     return t[1] - t[0] ** 2
 
 
-def test_a_tuple_result_kept_in_one_name_is_refused_in_reverse_mode():
-    """``t = f(x); t[0]`` of a function returning a tuple was a CompileError inside the generated gradient."""
+def keeps_the_tuple_across_a_loop(x):
+    t = moments_of(x)  # <- tuple
+    for _ in range(2):
+        t = moments_of(x * t[0])
+    return t[1]
+
+
+def test_a_tuple_result_kept_in_one_name():
+    """``t = f(x); t[0]`` of a function returning a tuple was a CompileError inside the generated gradient,
+    then a refusal; its items are now unpacked where it is returned. Bound again in a loop, it is refused."""
     x = np.array([0.5, 1.0, 2.0])
     assert s2s.jit(keeps_the_tuple)(x) == pytest.approx(keeps_the_tuple(x))
+    for target in ("cpu", "python"):  # the variance's gradient: 2 (x - mean) / n
+        np.testing.assert_allclose(s2s.grad(keeps_the_tuple, target=target)(x), 2 * (x - x.mean()) / 3,
+                                   rtol=1e-13)
     with pytest.raises(UnsupportedError) as info:
-        s2s.grad(keeps_the_tuple)(x)
+        s2s.grad(keeps_the_tuple_across_a_loop, target="python")(x)
     assert "unpack it where it is returned" in str(info.value)
-    assert_located(info.value, keeps_the_tuple, line_of(keeps_the_tuple, "<- tuple"))
+    assert_located(info.value, keeps_the_tuple_across_a_loop, line_of(keeps_the_tuple_across_a_loop, "<- tuple"))
     first, second = s2s.jacrev(returns_the_tuple)(x)  # a kept tuple only returned is differentiated
     np.testing.assert_allclose(first, np.full(3, 1 / 3), rtol=1e-14)
     np.testing.assert_allclose(second, 2 * x / 3, rtol=1e-14)

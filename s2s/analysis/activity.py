@@ -278,7 +278,8 @@ class Activity:
                 raise self.fn.src.unsupported(
                     f"{self._where(s)}an in-place `{target} op= ...` on an array that shares memory with "
                     f"{self._describe(others)}", s,
-                    hint=f"write `{target}[...] = {target} op ...` to change it in place, or copy it first")
+                    hint=f"write into {self._describe(others)} itself where it changes (`b[i] *= c` for `row = "
+                         f"b[i]` then `row *= c`), or copy it first (`.copy()`)")
         for target, sources, s, what in self.unknown:
             if target in self.useful and any(x in self.varied for x in sources):
                 raise self.fn.src.error(NoRuleError, f"no derivative rule for {what}, which an active "

@@ -39,7 +39,7 @@ from ..clock import section
 from ..codegen import module_source
 from ..errors import CompileError, S2SError, summarize
 from ..ir import Function, Program
-from ..passes import rename
+from ..passes import rename, tuples, views
 from ..passes.products import products
 
 __all__ = ["Typer", "Typed", "frontend", "typeof_value"]
@@ -157,11 +157,16 @@ class Typer:
     second namespace where every function is a Numba dispatcher. Where that
     compile fails as Numba's SSA form types a variable twice (an
     integer-started sum stacked into an array: "Cannot unify array(int64)
-    and array(float64)"), it is compiled again without it.
+    and array(float64)"), it is compiled again without it. With
+    ``write_through_bases`` (reverse mode), a typed function's writes through
+    views go to the arrays they view (:mod:`s2s.passes.views`) and the tuples
+    its calls return are unpacked (:func:`s2s.passes.tuples.split_returned`);
+    it is then typed again.
     """
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, write_through_bases: bool = False):
         self.program = program
+        self.write_through_bases = write_through_bases  # reverse mode: writes through views go to their arrays
         self.namespace: dict = {}  # each function a _Callee, but recursive ones (dispatchers of `_compiled`)
         self._codes: list = []  # the primal modules' code, in the order added (a later definition wins)
         self._py: dict = {}  # function name -> its Python function (executed in `namespace`)
@@ -272,6 +277,12 @@ class Typer:
             typemap[base] = t
         if mixed:
             return self._split(fn, arg_types, mixed)
+        if self.write_through_bases and (views.write_through_bases(fn.node, typemap)
+                                         | tuples.split_returned(fn.node, typemap, fn.namer)):  # typed again
+            self._known.discard(fn.name)
+            self.add([fn])
+            self._memo = {k: v for k, v in self._memo.items() if k[0] != fn.name}
+            return self.type(fn, arg_types)
         read = {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
         for constant in read & set(self.program.constants) - set(typemap):  # module arrays the function reads
             typemap[constant] = typeof_value(self.program.constants[constant])

@@ -18,15 +18,21 @@ ordinary variable with an adjoint of its own:
 
 A tuple used any other way (returned, passed to a call) stays a tuple.
 Assumes A-normal form.
+
+Once the types are known, :func:`split_returned` does the same for a tuple
+a call returns: ``r = pair(x)`` whose items are read as ``r[0]`` and
+``r[1]`` becomes ``r_0, r_1 = pair(x)``, the form reverse mode
+differentiates.
 """
 
 from __future__ import annotations
 
 import gast
+from numba.core import types
 
 from ..astutil import assign, name
 
-__all__ = ["split"]
+__all__ = ["split", "split_returned"]
 
 
 def _statements(body):
@@ -89,3 +95,53 @@ def _rewrite(body, items) -> list:
             s.value = name(items[s.value.value.id][s.value.slice.value])
         out.append(s)
     return out
+
+
+def split_returned(fn: gast.FunctionDef, typemap: dict, namer) -> bool:
+    """Unpack each tuple a call returns into one variable per item where it is bound once and only its items
+    are read, by literal indices (in place). Whether anything changed.
+
+        >>> from s2s.astutil import to_source
+        >>> from s2s.naming import Namer
+        >>> fn = gast.parse("def f(x):\\n    r = g(x)\\n    a = r[1]\\n    return a").body[0]
+        >>> split_returned(fn, {"r": types.UniTuple(types.float64, 2)}, Namer({"x", "r", "a"}))
+        True
+        >>> print(to_source(fn).strip())
+        def f(x):
+            r_0, r_1 = g(x)
+            a = r_1
+            return a
+    """
+    bindings: dict[str, list] = {}
+    for s in _statements(fn.body):
+        for target in s.targets if isinstance(s, gast.Assign) else [getattr(s, "target", None)]:
+            for n in gast.walk(target) if target is not None else ():
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                    bindings.setdefault(n.id, []).append(s)
+    params = {a.id for a in fn.args.args}
+    counts = {v: len(typemap[v]) for v, found in bindings.items()
+              if len(found) == 1 and v not in params and isinstance(typemap.get(v), types.BaseTuple)
+              and isinstance(found[0], gast.Assign) and isinstance(found[0].targets[0], gast.Name)
+              and isinstance(found[0].value, gast.Call)}
+    read: dict[int, str] = {}  # id of a Name read as `v[k]` (a literal k within the tuple) → v
+    for s in _statements(fn.body):
+        value = s.value if isinstance(s, gast.Assign) else None
+        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and value.value.id in counts \
+                and isinstance(value.slice, gast.Constant) and type(value.slice.value) is int \
+                and 0 <= value.slice.value < counts[value.value.id]:
+            read[id(value.value)] = value.value.id
+    for s in _statements(fn.body):
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in counts and id(n) not in read:
+                del counts[n.id]  # used whole (returned, passed to a call): it stays a tuple
+    if not counts:
+        return False
+    items = {v: [namer.fresh(f"{v}_{k}") for k in range(count)] for v, count in counts.items()}
+    for v, names in items.items():
+        binding = bindings[v][0]
+        binding.targets = [gast.Tuple(elts=[gast.Name(id=n, ctx=gast.Store(), annotation=None, type_comment=None)
+                                            for n in names], ctx=gast.Store())]
+    for s in _statements(fn.body):
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Subscript) and id(s.value.value) in read:
+            s.value = name(items[read[id(s.value.value)]][s.value.slice.value])
+    return True
