@@ -91,6 +91,10 @@ def _literal(node) -> bool:
     return isinstance(node, gast.Constant) and type(node.value) in (int, float)
 
 
+def _float_literal(node) -> bool:
+    return _literal(node) and type((node.operand if isinstance(node, gast.UnaryOp) else node).value) is float
+
+
 def _kind(node, kinds: dict) -> str | None:
     """float32, float64, a literal, or None (anything else, or not known) for the value of ``node``."""
     if _literal(node):
@@ -119,8 +123,7 @@ def _kind(node, kinds: dict) -> str | None:
             return _combine(*(_kind(a, kinds) for a in node.args))
         if attr_chain(node.func) == "np.float32":  # what this pass writes, inner literals first
             return _F32
-        if rule is not None and (rule.elementwise and not rule.logical or rule.multilinear) \
-                and _valued(rule, node.args):
+        if rule is not None and (_elementwise(rule) or rule.multilinear) and _valued(rule, node.args):
             return _combine(*(_kind(a, kinds) for a in _valued(rule, node.args)))
         if rule is not None and rule.view and node.args and "dtype" not in rule.params[:len(node.args)]:
             return _kind(node.args[0], kinds)  # a view has its array's dtype (np.asarray(x, np.float64) not)
@@ -136,6 +139,12 @@ def _dtype_of(node: gast.Call, kinds: dict) -> str | None:
     dtype = node.args[at] if len(node.args) > at else next(
         (kw.value for kw in node.keywords if kw.arg == "dtype"), None)
     return None if dtype is None else _OF_TYPE.get(_kind(dtype, kinds))
+
+
+def _elementwise(rule) -> bool:
+    """Whether a call's result is its broadcast arguments' values element by element, in their dtype
+    (``np.sin``, ``np.mod``, ``np.clip``; not a comparison)."""
+    return (rule.elementwise or rule.broadcasting) and not rule.logical
 
 
 def _valued(rule, args: list) -> list:
@@ -218,11 +227,14 @@ class _Literals(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         rule = lookup_spelling(attr_chain(node.func) or "")
-        if rule is not None and rule.elementwise and not rule.logical and not node.keywords:
+        if rule is not None and _elementwise(rule) and not node.keywords:
             valued = _valued(rule, node.args)
             if any(_kind(a, self.kinds) == _F32 for a in valued) \
                     and all(_literal(a) or _kind(a, self.kinds) == _F32 for a in valued):
-                node.args = [self.make(a) if _literal(a) and any(a is v for v in valued) else a for a in node.args]
+                # a float literal without a derivative is float32 too (`np.copysign(x, -1.0)`); an integer one
+                # stays (`np.ldexp(x, 2)`)
+                node.args = [self.make(a) if _literal(a) and (any(a is v for v in valued) or _float_literal(a))
+                             else a for a in node.args]
         return node
 
 
