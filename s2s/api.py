@@ -596,6 +596,9 @@ def _cotangent_type(t):
 
 def _check_value(value, name: str, position: int):
     """``value`` as generated code takes it, or an :class:`InputError` naming the argument."""
+    if type(value) is int and not -2 ** 63 <= value < 2 ** 63:
+        raise InputError(f"argument `{name}` (position {position}) is the integer {value}, beyond the int64 "
+                         "compiled code computes with; pass a float")
     if isinstance(value, (bool, np.bool_, int, np.integer, float)):
         return value
     if isinstance(value, np.floating):

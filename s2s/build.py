@@ -35,7 +35,7 @@ from .checkpointing import default_tape_budget
 from .clock import section
 from .codegen import module_source
 from .custom import USER_RULES, custom_jvp, custom_vjp
-from .errors import InputError
+from .errors import CompileError, InputError
 from .generated import ERROR_MODEL, Module, __version__, compiler_digest
 from .ir import Function
 from .naming import Namer
@@ -168,7 +168,15 @@ class Builder:
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
         float32.weak_literals(root.node, arg_types, root.namer)  # x * 0.5 of a float32 x is float32, as in NumPy
         typer = Typer(program, write_through_bases=self.transform not in ("jit", "jvp", "jvp_tangent", "jacfwd"))
-        typed = typer.type(root, arg_types)
+        try:
+            typed = typer.type(root, arg_types)
+        except CompileError as exc:  # Numba types a read-only array apart, and has no setitem for it
+            _refuse_readonly_writes(root, arg_types, "readonly array" in str(exc))
+            raise
+        _refuse_readonly_writes(root, arg_types, any(  # `x += 1.0`: an in-place update of the argument
+            getattr(s, "s2s_inplace", False) and isinstance(s.targets[0], gast.Name)
+            and isinstance(typed.type_of(s.targets[0].id), types.Array) and not typed.type_of(s.targets[0].id).mutable
+            for s in walk_stmts(root.node.body)))
         self._check(root, typed)
         generator = _Generator(program, typer, self.fuse, self.max_tape_bytes, self.automatic_checkpoints,
                                self.row_sweeps, split_callees=self.final and self.row_sweeps)
@@ -381,6 +389,15 @@ def _float_scalars(typed: Typed, namer: Namer | None = None) -> set[str]:
     if namer is not None:
         scalars |= {adj for v, adj in namer.derived_names("adj").items() if v in scalars}
     return scalars
+
+
+def _refuse_readonly_writes(root: Function, arg_types: tuple, writes: bool) -> None:
+    """An :class:`InputError` naming the read-only array argument of ``root`` where it ``writes`` into one."""
+    readonly = [p for p, t in zip(root.params, arg_types) if isinstance(t, types.Array) and not t.mutable]
+    if readonly and writes:
+        raise InputError(f"argument `{readonly[0]}` is a read-only array (flags.writeable is False) and "
+                         f"{root.src.name} writes into it, as NumPy refuses too; pass a writeable copy "
+                         f"(`np.array({readonly[0]})`)") from None
 
 
 def _reachable(roots: list[str], functions: list[gast.FunctionDef]) -> set[str]:

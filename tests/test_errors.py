@@ -388,6 +388,34 @@ def test_non_numeric_argument():
     assert "`w`" in str(info.value) and "str" in str(info.value)
 
 
+def writes_its_argument(x):
+    x[0] = 7.0
+    return np.sum(x)
+
+
+def updates_its_argument(x):
+    x += 1.0  # <- update
+    return x
+
+
+@targets
+def test_arguments_generated_code_cannot_take_are_named(target):
+    """An integer beyond int64 was Numba's bare ValueError (or, at 2**63, wrapped to a negative number); a
+    write into a read-only array Numba's typing error; ``x += 1.0`` of a 0-d array said "a loop or branch"."""
+    for big in (2 ** 64, 2 ** 63, -2 ** 63 - 1):
+        with pytest.raises(InputError, match=r"argument `x` \(position 0\) is the integer .* int64"):
+            s2s.jit(updates_its_argument, target=target)(big)
+    frozen = np.ones(3)
+    frozen.setflags(write=False)
+    for fn in (writes_its_argument, updates_its_argument):
+        with pytest.raises(InputError, match="argument `x` is a read-only array"):
+            s2s.jit(fn, target=target)(frozen)
+    assert s2s.jit(updates_its_argument, target=target)(np.ones(2)).tolist() == [2.0, 2.0]
+    with pytest.raises(UnsupportedError, match="in-place update that changes the type of `x`") as info:
+        s2s.jit(updates_its_argument, target=target)(np.array(2.0))
+    assert_located(info.value, updates_its_argument, line_of(updates_its_argument, "<- update"))
+
+
 # =========================================================================== other located errors
 
 

@@ -322,7 +322,13 @@ class Typer:
         if fn.renamed >= mixed:  # renaming could not separate them: inside a loop or branch
             name_ = sorted(mixed)[0]
             where = next((s for s in walk_stmts(fn.node.body) if isinstance(s, (gast.For, gast.While, gast.If))
-                          and name_ in names_written(s)), fn.node)
+                          and name_ in names_written(s)), None)
+            if where is None:  # `x += 1.0` of a 0-d array: Numba's sum of the two is a float
+                where = next((s for s in walk_stmts(fn.node.body) if getattr(s, "s2s_inplace", False)
+                              and name_ in names_written(s)), fn.node)
+                raise fn.unsupported(f"an in-place update that changes the type of `{name_}` (a 0-d array, "
+                                     "whose sum with a number Numba makes a float)", where,
+                                     hint="pass a float instead, or give the new value its own name")
             raise fn.unsupported(f"`{name_}` holding values of different types (say an array and a float) "
                                  "before and inside a loop or branch", where,
                                  hint=f"give the new value its own name instead of rebinding `{name_}`")
