@@ -148,7 +148,7 @@ def unreduce(g, x, axis, keepdims):
         return np.full(shape, np.sum(g), _float_dtype(x) if np.ndim(g) == 0 else np.float64)
     if not keepdims:
         g = np.expand_dims(g, axis)
-    return np.zeros(shape) + g
+    return np.zeros(shape, _float_dtype(g)) + g  # float32 for a float32 g
 
 
 @overload(unreduce)
@@ -175,18 +175,19 @@ def _unreduce_nb(g, x, axis, keepdims):
             return np.full(x.shape, g, dtype)
         return impl
     keep = _literal_bool(keepdims)
+    dtype = _float_type(g)  # a float32 adjoint spreads as float32
     if g.ndim == x.ndim - (not keep):  # g has the reduced axis or not: spread along it either way
         def impl(g, x, axis, keepdims):
             _norm_axis(axis, max(x.ndim, 1))
-            return spread_along(g, x, axis)
+            return spread_along(g, x, axis, dtype)
     elif keep:  # g has more axes (a tangent with a leading axis of directions): NumPy's broadcasting
         def impl(g, x, axis, keepdims):
             _norm_axis(axis, max(x.ndim, 1))
-            return np.zeros(x.shape) + g
+            return np.zeros(x.shape, dtype) + g
     else:
         def impl(g, x, axis, keepdims):
             _norm_axis(axis, max(x.ndim, 1))
-            return np.zeros(x.shape) + np.expand_dims(g, axis)
+            return np.zeros(x.shape, dtype) + np.expand_dims(g, axis)
     return impl
 
 
@@ -264,9 +265,10 @@ def extremum_vjp(g, x, z, axis, keepdims):
 def _extremum_vjp_nb(g, x, z, axis, keepdims):
     if not isinstance(x, types.Array) or x.ndim == 0:
         return lambda g, x, z, axis, keepdims: zero_d_axis(g, axis)
+    dtype = _float_type(x)  # a float32 array's adjoint is float32
     if axis is None or isinstance(axis, types.NoneType):
         if not isinstance(g, types.Array) or g.ndim == 0:  # the elements as one lane
-            return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x.ravel(), z, 0).reshape(x.shape)
+            return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x.ravel(), z, 0, dtype).reshape(x.shape)
 
         def whole(g, x, z, axis, keepdims):
             hits = (x == z) * 1.0
@@ -276,7 +278,7 @@ def _extremum_vjp_nb(g, x, z, axis, keepdims):
     keep = _literal_bool(keepdims)
     if isinstance(g, types.Array) and g.ndim == x.ndim - (not keep) \
             or not isinstance(g, types.Array) and x.ndim == 1 and not keep:  # one element of g per lane
-        return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x, z, axis)
+        return lambda g, x, z, axis, keepdims: extremum_vjp_along(g, x, z, axis, dtype)
     # g has more axes (a tangent with a leading axis of directions): NumPy's broadcasting
     if keep:
         def kept(g, x, z, axis, keepdims):

@@ -423,9 +423,9 @@ def _as2_nb(v, pre, post):
 
 
 @register_jitable
-def spread_along(g, x, axis):
+def spread_along(g, x, axis, dtype=np.float64):
     """``g``, the result of reducing ``x`` over ``axis`` (keepdims or not), repeated along that axis: an
-    array shaped like ``x``.
+    array shaped like ``x``, of ``dtype``.
 
     >>> spread_along(np.array([1.0, 2.0]), np.zeros((2, 3)), -1)
     array([[1., 1., 1.],
@@ -435,7 +435,7 @@ def spread_along(g, x, axis):
     pre, post = _prepost(x.shape, ax)
     n = x.shape[ax]
     g2 = _as2(g, pre, post)
-    out = np.empty(x.shape, np.float64)
+    out = np.empty(x.shape, dtype)
     if post == 1:  # along the last axis: each row one value, stored in vector lanes
         rows = out.reshape((pre, n))
         for i in range(pre):
@@ -452,9 +452,10 @@ def spread_along(g, x, axis):
 
 
 @register_jitable(error_model="numpy")  # a lane with no hit divides by zero: NaN, not ZeroDivisionError
-def extremum_vjp_along(g, x, z, axis):
+def extremum_vjp_along(g, x, z, axis, dtype=np.float64):
     """The adjoint of ``z``, the max or min of ``x`` over ``axis``: ``g`` shared equally among each lane's
-    tied extrema (NaN along a lane where none equals ``z``, as ``g * hits / count``).
+    tied extrema (NaN along a lane where none equals ``z``, as ``g * hits / count``), of ``dtype`` (a float32
+    ``x``'s adjoint is float32).
 
     >>> extremum_vjp_along(np.array([6.0]), np.array([[1.0, 3.0, 3.0]]), np.array([3.0]), 1)
     array([[0., 3., 3.]])
@@ -464,7 +465,7 @@ def extremum_vjp_along(g, x, z, axis):
     n = x.shape[ax]
     x3 = _v3(x, ax)
     g2, z2 = _as2(g, pre, post), _as2(z, pre, post)
-    out = np.empty(x.shape, np.float64)
+    out = np.empty(x.shape, dtype)
     if post == 1:  # along the last axis: a row's count and its shares in vector lanes
         rows, out_rows = x3.reshape((pre, n)), out.reshape((pre, n))
         for i in range(pre):

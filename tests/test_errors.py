@@ -416,6 +416,18 @@ def test_arguments_generated_code_cannot_take_are_named(target):
     assert_located(info.value, updates_its_argument, line_of(updates_its_argument, "<- update"))
 
 
+def batched_product(a, b):
+    return np.sum(np.tanh(a @ b))  # <- batched
+
+
+def test_a_product_of_arrays_above_two_dimensions_is_refused_at_its_line():
+    """Numba's ``@`` takes matrices and vectors only: a batched product was Numba's raw overload message."""
+    for target in ("cpu", "python"):
+        with pytest.raises(UnsupportedError, match="more than two dimensions.*np.einsum") as info:
+            s2s.grad(batched_product, target=target)(np.ones((2, 3, 4)), np.ones((2, 4, 5)))
+        assert_located(info.value, batched_product, line_of(batched_product, "<- batched"))
+
+
 # =========================================================================== other located errors
 
 

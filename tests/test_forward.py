@@ -35,6 +35,7 @@ from test_constructs import (  # the programs of the reverse-mode tests, differe
 )
 
 import s2s
+from s2s.check import numerical_hessian
 from s2s.errors import InputError
 
 RNG = np.random.default_rng(1)
@@ -758,6 +759,41 @@ def test_jacfwd_and_hessian_of_a_float32_mlp_stay_float32():
     hessian = s2s.hessian(float32_mlp, argnums=1)(x, w1, w2)
     assert hessian.dtype == np.float32
     np.testing.assert_allclose(hessian, fd_jacobian(analytic_grad_w1, wide, 1), rtol=2e-4, atol=2e-4)
+
+
+def float32_cross_entropy(z, y):
+    m = np.max(z, axis=1, keepdims=True)
+    lse = np.log(np.sum(np.exp(z - m), axis=1, keepdims=True)) + m
+    return -np.mean(np.sum(y * (z - lse), axis=-1))
+
+
+def float32_centred(z):
+    return np.sum(np.exp(z - np.sum(z, axis=1, keepdims=True))) + np.sum(np.exp(z - np.max(z)))
+
+
+@pytest.mark.parametrize("target", ["cpu", "python"])
+def test_float32_row_reductions_through_every_transform(target):
+    """A float32 cross-entropy (a row max and a row sum with keepdims) did not compile under ``grad``,
+    ``jacfwd`` or ``hessian``: the fused loops made float32 columns where the statements left as they were
+    gave float64 (a column sum's fallback, ``extremum_vjp``, ``unreduce`` along an axis, a zero tangent of
+    directions), and Numba could not unify the two (probe E)."""
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(3, 4)).astype(np.float32)
+    y = np.eye(4, dtype=np.float32)[[0, 2, 1]]
+    wide = (z.astype(np.float64), y.astype(np.float64))
+    grad = s2s.grad(float32_cross_entropy, target=target)(z, y)
+    assert grad.dtype == np.float32
+    p = np.exp(wide[0] - wide[0].max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(grad, (p - wide[1]) / 3, rtol=1e-4, atol=1e-6)  # softmax minus the labels
+    jacobian = s2s.jacfwd(float32_cross_entropy, target=target)(z, y)
+    assert jacobian.dtype == np.float32
+    np.testing.assert_allclose(jacobian, (p - wide[1]) / 3, rtol=1e-4, atol=1e-6)
+    for fn, args in ((float32_cross_entropy, (z[:2], y[:2])), (float32_centred, (z[:2, :3],))):
+        hessian = s2s.hessian(fn, target=target)(*args)
+        assert hessian.dtype == np.float32
+        np.testing.assert_allclose(hessian, numerical_hessian(fn, tuple(a.astype(np.float64) for a in args), 0),
+                                   rtol=2e-3, atol=2e-3)
 
 
 def float32_mirrored(x):

@@ -37,7 +37,7 @@ from numba.core.typing.templates import AbstractTemplate, signature
 from ..astutil import names_written, walk_stmts
 from ..clock import section
 from ..codegen import module_source
-from ..errors import CompileError, S2SError, summarize
+from ..errors import CompileError, S2SError, UnsupportedError, summarize
 from ..ir import Function, Program
 from ..passes import rename, tuples, views
 from ..passes.products import products
@@ -326,9 +326,9 @@ class Typer:
             if where is None:  # `x += 1.0` of a 0-d array: Numba's sum of the two is a float
                 where = next((s for s in walk_stmts(fn.node.body) if getattr(s, "s2s_inplace", False)
                               and name_ in names_written(s)), fn.node)
-                raise fn.unsupported(f"an in-place update that changes the type of `{name_}` (a 0-d array, "
-                                     "whose sum with a number Numba makes a float)", where,
-                                     hint="pass a float instead, or give the new value its own name")
+                raise fn.unsupported(f"an in-place update that changes the type of `{name_}` (Numba makes a "
+                                     "0-d array plus a number a float, and a float32 array plus a float64 one "
+                                     "float64)", where, hint="give the new value its own name")
             raise fn.unsupported(f"`{name_}` holding values of different types (say an array and a float) "
                                  "before and inside a loop or branch", where,
                                  hint=f"give the new value its own name instead of rebinding `{name_}`")
@@ -346,6 +346,10 @@ class Typer:
             lines = re.findall(rf'File "{re.escape(filename)}", line (\d+)', text)
             lineno = line_map.get(int(lines[-1])) if lines else lineno
         summary = summarize(text)
+        if re.search(r"matmul\(array\(\w+, [3-9]d|matmul\(array\(\w+, \dd, \w+\), array\(\w+, [3-9]d", text):
+            return UnsupportedError("`@` (np.matmul) of arrays of more than two dimensions", fn.src.filename,
+                                    lineno, fn.src.line(lineno), hint="write the batched product with np.einsum "
+                                    "(`np.einsum('bij,bjk->bik', a, b)`)")
         return CompileError(f"Numba cannot compile {fn.src.name}: {summary}", fn.src.filename, lineno,
                             fn.src.line(lineno))
 

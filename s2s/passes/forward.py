@@ -40,7 +40,7 @@ from numba.core import types
 from ..analysis.activity import Activity, call_rule, list_method
 from ..analysis.indexing import advanced_index, index_parts
 from ..analysis.types import Typed
-from ..astutil import assign, call, const, name, subst
+from ..astutil import assign, call, const, dotted, name, subst
 from ..errors import NoRuleError
 from ..rules import template
 
@@ -159,6 +159,8 @@ class ForwardTransform:
             # a 0-d array's adjoint may be a number (Numba's and NumPy's 0-d arithmetic): np.shape takes both
             of = call("np.shape", value) if t.ndim == 0 else gast.Attribute(value=value, attr="shape", ctx=gast.Load())
             shape = gast.BinOp(left=gast.Tuple(elts=[k], ctx=gast.Load()), op=gast.Add(), right=of)
+            if t.dtype == types.float32:  # a float32 array's tangent is float32 (as its operations' are)
+                return call("np.zeros", shape, dotted("np.float32"))
             return call("np.zeros", shape)
         return call("np.zeros", k)
 

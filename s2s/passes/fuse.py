@@ -980,6 +980,7 @@ class _Fuser:
             if columns or run.column_sums else None
         for mean in means:  # a row's mean: its total over the row's length
             mean.right = copy.deepcopy(row)
+        casts = []  # in the statements as they were, what the loop makes float32 may be computed in float64
         for s in run.stmts:  # a new column (or vector of row sums) the loop sums into
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) \
                     and s.targets[0].id in run.column_sums:
@@ -987,6 +988,7 @@ class _Fuser:
                 sums_shape = gast.Tuple(elts=[copy.deepcopy(lead)] + [const(1)] * (
                     self.array_ndim(s.targets[0].id) - 1), ctx=gast.Load())
                 before.append(assign(s.targets[0].id, call("np.empty", sums_shape, dotted(f"np.{dtype}"))))
+                casts += _cast(s.targets[0].id, dtype)
         jacobian = self._jacobian_use(run, rest, outputs, bases, full)
         orelse = [copy.deepcopy(d) for d in reversed(bases.values())] + copy.deepcopy(run.stmts)
         if jacobian is not None:  # the loop writes the Jacobian block (out.shape + x.shape) row by row
@@ -1002,6 +1004,7 @@ class _Fuser:
             slot = in_bounds(gast.Subscript(value=name(flat[jac]), slice=at, ctx=gast.Store()))
             after.append(gast.Assign(targets=[slot], value=name(elem(outputs[0])), type_comment=None))
             orelse.append(assign(jac, copy.deepcopy(use)))
+            casts += _cast(jac, self.types[outputs[0]].dtype)
             _replace(rest, use, name(jac))
         else:
             rebound = {s.targets[0].id for s in run.stmts if isinstance(s, gast.Assign)
@@ -1018,11 +1021,11 @@ class _Fuser:
                     dtype = self.types[v].dtype
                     before.append(assign(buffer, call("np.empty", copy.deepcopy(shape), dotted(f"np.{dtype}"))))
                     flat[buffer] = self.namer.fresh(f"_{buffer}")
-                    if dtype != nbtypes.float64:  # the statements as they were may compute it in float64
-                        orelse.append(assign(v, call("rt.cast", name(v), dotted(f"np.{dtype}"))))
+                    casts += _cast(v, dtype)
                 target = in_bounds(gast.Subscript(value=name(flat[buffer]), slice=name(index), ctx=gast.Store()))
                 after.append(gast.Assign(targets=[target], value=name(elem(v)), type_comment=None))
             tail += [assign(v, name(run.aliases[v])) for v in shared]
+        orelse += casts
         # an input only a shape is taken from (``like`` of ``rt.unbroadcast(e, like)``) is not read: no view
         views = [assign(flat[v], call("rt.flat", name(mirrored.get(v, v)))) for v in flat
                  if v in loaded or v not in run.inputs]
@@ -1258,6 +1261,11 @@ def _constant(node):
     """The int or float ``node`` spells, else None."""
     value = node.value if isinstance(node, gast.Constant) else None
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _cast(var: str, dtype) -> list:
+    """``var = rt.cast(var, np.<dtype>)`` where ``dtype`` is not float64 (what NumPy's statements may give)."""
+    return [] if dtype == nbtypes.float64 else [assign(var, call("rt.cast", name(var), dotted(f"np.{dtype}")))]
 
 
 def _attr(var: str, attr: str) -> gast.Attribute:
