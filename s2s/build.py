@@ -213,6 +213,8 @@ class Builder:
                                    vector_math=self.vector_math, huge_pages=self.huge_pages, check_bounds=indexes,
                                    check_products=self.row_sweeps)  # row_sweeps: not a kernel's code
             functions = [pipeline.run("finish", f, ctx) for f in functions]
+        else:  # NumPy computes as written; differentiated again, the code is typed by Numba's rules
+            functions = [pipeline.run("finish python", f, pipeline.Context(root.namer)) for f in functions]
         sig = ", ".join(str(t) for t in arg_types)
         what, filename, lineno = self.origin or (f"{self.transform} of {root.src.name}", root.src.filename,
                                                  root.src.node.lineno)

@@ -263,6 +263,9 @@ STAGES: dict[str, list[Pass]] = {
                Pass("bounds", lambda fn, ctx: bounds.check_bounds(fn) if ctx.check_bounds else fn),
                Pass("products", lambda fn, ctx: products.products(fn) if ctx.check_products else fn),
                Pass("allocations", lambda fn, ctx: allocations.allocations(fn) if ctx.huge_pages else fn)],
+    # float32 literals: `a * 0.5` of a float32 `a` is float32 in NumPy 2 but float64 to Numba, which types the
+    # module when it is differentiated again
+    "finish python": [Pass("float32 literals", lambda fn, ctx: float32.float32_literals(fn))],
     "batch": [Pass("decide shape tests", into.decide_shape_tests), Pass("into variant", into.into_variant)],
     "kernel": [Pass("device function", device.device_function), Pass("device spellings", device.device_spellings)],
 }
