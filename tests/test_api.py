@@ -391,17 +391,26 @@ def test_jit_keeps_float32_through_nested_literals_as_numpy_does():
 
 def float32_binary_ufuncs(x):
     return np.mod(x, 2.0) + np.clip(x, 0.0, 1.0) + np.add(x, 2.0) + np.fmod(x, 1.5) + np.copysign(x, -1.0) \
-        + np.ldexp(x, 2)
+        + np.ldexp(x, 2) + np.copysign(2.0, x) + np.floor_divide(x, 0.7)
+
+
+def float32_next_towards_zero(x):
+    return np.nextafter(x, 0.0)
 
 
 def test_numbers_beside_float32_in_binary_ufuncs_are_float32():
-    """``np.mod(x, 2.0)``, ``np.clip``, ``np.add``, ``np.fmod`` and ``np.copysign`` of a float32 ``x`` and a
-    number are float32 in NumPy 2; s2s gave float64 (probe G). ``np.ldexp``'s integer exponent stays one."""
+    """``np.mod(x, 2.0)``, ``np.clip``, ``np.add``, ``np.fmod``, ``np.copysign`` (either order) and
+    ``np.floor_divide`` of a float32 ``x`` and a number are float32 in NumPy 2; s2s gave float64 (probes G
+    and H). ``np.ldexp``'s integer exponent stays one. ``np.nextafter(x, 0.0)`` gave float64's neighbours,
+    no step at all once rounded to float32."""
     x = np.array([3.5, -1.25, 0.5], np.float32)
     for target in ("cpu", "python"):
         got = s2s.jit(float32_binary_ufuncs, target=target)(x)
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, float32_binary_ufuncs(x), rtol=1e-6)
+        step = s2s.jit(float32_next_towards_zero, target=target)(x)
+        assert step.dtype == np.float32 and np.array_equal(step, np.nextafter(x, np.float32(0.0)))
+        assert not np.any(step == x)
 
 
 def float32_scaled_layer(x, w):

@@ -40,10 +40,11 @@ it does not).
 from __future__ import annotations
 
 import gast
+import numpy as np
 from numba.core import types
 
 from ..astutil import assign, attr_chain, call, walk_stmts
-from ..rules import lookup_spelling
+from ..rules import lookup, lookup_spelling, resolve_spelling
 
 __all__ = ["float32_literals", "weak_literals"]
 
@@ -123,8 +124,11 @@ def _kind(node, kinds: dict) -> str | None:
             return _combine(*(_kind(a, kinds) for a in node.args))
         if attr_chain(node.func) == "np.float32":  # what this pass writes, inner literals first
             return _F32
-        if rule is not None and (_elementwise(rule) or rule.multilinear) and _valued(rule, node.args):
+        if rule is not None and rule.multilinear and _valued(rule, node.args):
             return _combine(*(_kind(a, kinds) for a in _valued(rule, node.args)))
+        valued = _elementwise_args(node)
+        if valued:
+            return _combine(*(_kind(a, kinds) for a in valued))
         if rule is not None and rule.view and node.args and "dtype" not in rule.params[:len(node.args)]:
             return _kind(node.args[0], kinds)  # a view has its array's dtype (np.asarray(x, np.float64) not)
     return None
@@ -141,10 +145,21 @@ def _dtype_of(node: gast.Call, kinds: dict) -> str | None:
     return None if dtype is None else _OF_TYPE.get(_kind(dtype, kinds))
 
 
-def _elementwise(rule) -> bool:
-    """Whether a call's result is its broadcast arguments' values element by element, in their dtype
-    (``np.sin``, ``np.mod``, ``np.clip``; not a comparison)."""
-    return (rule.elementwise or rule.broadcasting) and not rule.logical
+def _elementwise_args(node) -> list:
+    """The arguments an element-wise call's values come from, where its result has their float dtype
+    (``np.sin``, ``np.mod``, ``np.clip``, a ufunc with no derivative rule as ``np.nextafter``; not a
+    comparison); else none."""
+    if not isinstance(node, gast.Call) or node.keywords:
+        return []
+    fn = resolve_spelling(attr_chain(node.func) or "")
+    rule = lookup(fn) if fn is not None else None
+    if rule is not None and rule.logical:
+        return []
+    floats_out = isinstance(fn, np.ufunc) and fn.nout == 1 and all(t.split("->")[1] in "fd" for t in fn.types
+                                                                  if t.startswith(("f", "d")))
+    if rule is not None and (rule.elementwise or rule.broadcasting or floats_out):
+        return _valued(rule, node.args)
+    return list(node.args) if floats_out else []
 
 
 def _valued(rule, args: list) -> list:
@@ -226,15 +241,14 @@ class _Literals(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        rule = lookup_spelling(attr_chain(node.func) or "")
-        if rule is not None and _elementwise(rule) and not node.keywords:
-            valued = _valued(rule, node.args)
-            if any(_kind(a, self.kinds) == _F32 for a in valued) \
-                    and all(_literal(a) or _kind(a, self.kinds) == _F32 for a in valued):
-                # a float literal without a derivative is float32 too (`np.copysign(x, -1.0)`); an integer one
-                # stays (`np.ldexp(x, 2)`)
-                node.args = [self.make(a) if _literal(a) and (any(a is v for v in valued) or _float_literal(a))
-                             else a for a in node.args]
+        valued = _elementwise_args(node)
+        kinds = [_kind(a, self.kinds) for a in node.args]
+        if valued and _F32 in kinds and _F64 not in kinds \
+                and all(_literal(a) or _kind(a, self.kinds) == _F32 for a in valued):
+            # a float literal without a derivative is float32 too (`np.copysign(2.0, x)`); an integer one
+            # stays (`np.ldexp(x, 2)`)
+            node.args = [self.make(a) if _literal(a) and (any(a is v for v in valued) or _float_literal(a))
+                         else a for a in node.args]
         return node
 
 
