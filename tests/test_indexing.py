@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_grads, targets
 
 import s2s
-from s2s.check import numerical_grad
+from s2s.check import numerical_grad, numerical_hessian
 
 IDX = np.array([0, 3, 3, 6])  # a repeated index
 ROWS = np.array([2, 0, 2])
@@ -163,6 +163,23 @@ def test_mask_reads_and_writes():
     x = np.linspace(-1.0, 1.5, 6)
     check_all(masks, x, x > 0.2, hessian=False)
     assert_grads(masks, (x, x > 0.2), argnums=0, target="python")
+
+
+def clamp_positives_of_a_matrix(x, c):
+    p = x.copy()
+    p[p > 0.2] = c
+    return np.sum(p * x)
+
+
+def test_a_number_written_through_a_matrix_mask():
+    """Numba takes one-dimensional masks only: ``p[p > 0.2] = c`` of a matrix failed inside Numba with a bare
+    AssertionError (probe H); it is ``np.where`` now, under every transform."""
+    x = np.array([[0.5, -1.0], [2.0, 0.1], [-0.3, 0.7]])
+    for target in ("cpu", "python"):
+        assert s2s.jit(clamp_positives_of_a_matrix, target=target)(x, 1.5) == clamp_positives_of_a_matrix(x, 1.5)
+        assert_grads(clamp_positives_of_a_matrix, (x, 1.5), target=target)
+        np.testing.assert_allclose(s2s.hessian(clamp_positives_of_a_matrix, target=target)(x, 1.5),
+                                   numerical_hessian(clamp_positives_of_a_matrix, (x, 1.5), 0), atol=1e-6)
 
 
 # ------------------------------------------------------------------ writes

@@ -39,7 +39,7 @@ from ..clock import section
 from ..codegen import module_source
 from ..errors import CompileError, S2SError, UnsupportedError, summarize
 from ..ir import Function, Program
-from ..passes import rename, tuples, views
+from ..passes import masks, rename, tuples, views
 from ..passes.products import products
 
 __all__ = ["Typer", "Typed", "frontend", "typeof_value"]
@@ -161,7 +161,8 @@ class Typer:
     ``write_through_bases`` (reverse mode), a typed function's writes through
     views go to the arrays they view (:mod:`s2s.passes.views`) and the tuples
     its calls return are unpacked (:func:`s2s.passes.tuples.split_returned`);
-    it is then typed again.
+    always, a write through a mask of two or more dimensions becomes
+    ``np.where`` (:mod:`s2s.passes.masks`); it is then typed again.
     """
 
     def __init__(self, program: Program, write_through_bases: bool = False):
@@ -277,8 +278,11 @@ class Typer:
             typemap[base] = t
         if mixed:
             return self._split(fn, arg_types, mixed)
-        if self.write_through_bases and (views.write_through_bases(fn.node, typemap)
-                                         | tuples.split_returned(fn.node, typemap, fn.namer)):  # typed again
+        rewritten = masks.masked_writes(fn.node, typemap, fn.namer)  # then typed again
+        if self.write_through_bases:
+            rewritten |= views.write_through_bases(fn.node, typemap) | tuples.split_returned(fn.node, typemap,
+                                                                                             fn.namer)
+        if rewritten:
             self._known.discard(fn.name)
             self.add([fn])
             self._memo = {k: v for k, v in self._memo.items() if k[0] != fn.name}
