@@ -49,6 +49,15 @@ CI_LEFT_OUT = {
     "test_runtime.py::test_adjoints_along_an_axis_compiled[shape3]",  # shape0 stays
     "test_helper_cache.py::test_two_processes_saving_helpers_at_once",  # test_cache's two processes stay
     "test_matrix_fuzz.py::test_matrix_programs[0]",  # test_matrix_programs[1] stays
+    # stop 39, each with its [python] twin in CI (and cpu-1 of the norms)
+    "test_constructs.py::test_matrix_norms[cpu-2]", "test_constructs.py::test_matrix_norms[cpu-inf]",
+    "test_constructs.py::test_a_matrix_norm_of_a_nan_is_nan[cpu]",
+    "test_constructs.py::test_reshape_of_arrays_that_are_not_c_contiguous[cpu]",
+    "test_api.py::test_float32_through_every_transform[cpu]",
+    "test_api.py::test_a_zero_d_array_output_is_a_scalar_to_grad[cpu]",
+    "test_api.py::test_functions_passed_as_arguments_and_defaults[cpu]",
+    "test_user_code.py::test_an_in_place_lu_factorisation_overwrites_slices_of_two_ranks[cpu]",
+    "test_higher_order.py::test_hessian_vector_product_inside_jit[python]",  # [cpu] stays
 }
 
 

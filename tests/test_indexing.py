@@ -178,8 +178,8 @@ def test_a_number_written_through_a_matrix_mask():
     for target in ("cpu", "python"):
         assert s2s.jit(clamp_positives_of_a_matrix, target=target)(x, 1.5) == clamp_positives_of_a_matrix(x, 1.5)
         assert_grads(clamp_positives_of_a_matrix, (x, 1.5), target=target)
-        np.testing.assert_allclose(s2s.hessian(clamp_positives_of_a_matrix, target=target)(x, 1.5),
-                                   numerical_hessian(clamp_positives_of_a_matrix, (x, 1.5), 0), atol=1e-6)
+    np.testing.assert_allclose(s2s.hessian(clamp_positives_of_a_matrix, target="python")(x, 1.5),
+                               numerical_hessian(clamp_positives_of_a_matrix, (x, 1.5), 0), atol=1e-6)
 
 
 # ------------------------------------------------------------------ writes
