@@ -905,12 +905,14 @@ def scale_rows_through_views(x):
 @targets
 def test_writes_through_a_row_view_reach_the_array_it_views(target):
     """``row = b[i]`` then ``row *= c`` or ``row[1] = v`` changes ``b``: reverse mode refused both ("an
-    in-place `row op= ...` on an array that shares memory with `b`"); the writes now go to ``b[i]`` and
-    ``b[i, 1]``, and the view is taken again after each."""
+    in-place `row op= ...` on an array that shares memory with `b`"), forward mode the first; the writes now
+    go to ``b[i]`` and ``b[i, 1]``, and the view is taken again after each."""
     x = np.random.default_rng(11).uniform(-0.8, 0.8, (4, 3))  # its own draws: the shared RNG's depend on order
     assert s2s.jit(scale_rows_through_views, target=target)(x) == pytest.approx(scale_rows_through_views(x),
                                                                                rel=1e-13)
     assert_grads(scale_rows_through_views, (x,), target=target, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s2s.jacfwd(scale_rows_through_views, target=target)(x),  # forward mode refused it
+                               numerical_grad(scale_rows_through_views, (x,), 0), rtol=1e-6, atol=1e-8)
     if target == "python":
         np.testing.assert_allclose(s2s.hessian(scale_rows_through_views, target=target)(x[:2]),
                                    numerical_hessian(scale_rows_through_views, (x[:2],), 0), rtol=1e-4, atol=1e-5)

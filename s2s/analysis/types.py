@@ -158,7 +158,7 @@ class Typer:
     compile fails as Numba's SSA form types a variable twice (an
     integer-started sum stacked into an array: "Cannot unify array(int64)
     and array(float64)"), it is compiled again without it. With
-    ``write_through_bases`` (reverse mode), a typed function's writes through
+    ``write_through_bases`` (derivatives), a typed function's writes through
     views go to the arrays they view (:mod:`s2s.passes.views`) and the tuples
     its calls return are unpacked (:func:`s2s.passes.tuples.split_returned`);
     always, a write through a mask of two or more dimensions becomes
@@ -167,7 +167,7 @@ class Typer:
 
     def __init__(self, program: Program, write_through_bases: bool = False):
         self.program = program
-        self.write_through_bases = write_through_bases  # reverse mode: writes through views go to their arrays
+        self.write_through_bases = write_through_bases  # derivatives: writes through views go to their arrays
         self.namespace: dict = {}  # each function a _Callee, but recursive ones (dispatchers of `_compiled`)
         self._codes: list = []  # the primal modules' code, in the order added (a later definition wins)
         self._py: dict = {}  # function name -> its Python function (executed in `namespace`)

@@ -2,7 +2,7 @@
 
 Reverse mode keeps one value per name, so a write through one name that
 another name's memory sees (``row *= c`` changes ``B``) has no adjoint it
-could follow, and is refused. Where the view was made by basic indexing of
+could follow, and is refused (forward mode refused the in-place form too). Where the view was made by basic indexing of
 a named array (ints and slices, in the same block or one around the write,
 with neither the array, the view nor a name in the index bound again in
 between), the write goes to the array and the view is taken again after
