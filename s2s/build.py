@@ -167,7 +167,8 @@ class Builder:
         if len(arg_types) != len(root.params):
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
         float32.weak_literals(root.node, arg_types, root.namer)  # x * 0.5 of a float32 x is float32, as in NumPy
-        typer = Typer(program, write_through_bases=self.transform != "jit")
+        typer = Typer(program, write_through_bases=self.transform != "jit",
+                      unpack_returned=self.transform not in ("jit", "jvp", "jvp_tangent", "jacfwd"))
         try:
             typed = typer.type(root, arg_types)
         except CompileError as exc:  # Numba types a read-only array apart, and has no setitem for it

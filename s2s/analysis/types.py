@@ -159,15 +159,17 @@ class Typer:
     integer-started sum stacked into an array: "Cannot unify array(int64)
     and array(float64)"), it is compiled again without it. With
     ``write_through_bases`` (derivatives), a typed function's writes through
-    views go to the arrays they view (:mod:`s2s.passes.views`) and the tuples
-    its calls return are unpacked (:func:`s2s.passes.tuples.split_returned`);
-    always, a write through a mask of two or more dimensions becomes
-    ``np.where`` (:mod:`s2s.passes.masks`); it is then typed again.
+    views go to the arrays they view (:mod:`s2s.passes.views`); with
+    ``unpack_returned`` (reverse mode) the tuples its calls return are
+    unpacked (:func:`s2s.passes.tuples.split_returned`); always, a write
+    through a mask of two or more dimensions becomes ``np.where``
+    (:mod:`s2s.passes.masks`); it is then typed again.
     """
 
-    def __init__(self, program: Program, write_through_bases: bool = False):
+    def __init__(self, program: Program, write_through_bases: bool = False, unpack_returned: bool = False):
         self.program = program
         self.write_through_bases = write_through_bases  # derivatives: writes through views go to their arrays
+        self.unpack_returned = unpack_returned  # reverse mode: a tuple a call returns is unpacked
         self.namespace: dict = {}  # each function a _Callee, but recursive ones (dispatchers of `_compiled`)
         self._codes: list = []  # the primal modules' code, in the order added (a later definition wins)
         self._py: dict = {}  # function name -> its Python function (executed in `namespace`)
@@ -280,8 +282,9 @@ class Typer:
             return self._split(fn, arg_types, mixed)
         rewritten = masks.masked_writes(fn.node, typemap, fn.namer)  # then typed again
         if self.write_through_bases:
-            rewritten |= views.write_through_bases(fn.node, typemap) | tuples.split_returned(fn.node, typemap,
-                                                                                             fn.namer)
+            rewritten |= views.write_through_bases(fn.node, typemap)
+        if self.unpack_returned:  # (forward mode differentiates `t = f(x); t[0]`, and not `a, b = f(x)`)
+            rewritten |= tuples.split_returned(fn.node, typemap, fn.namer)
         if rewritten:
             self._known.discard(fn.name)
             self.add([fn])
