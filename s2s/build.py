@@ -168,7 +168,7 @@ class Builder:
             raise InputError(f"{root.src.name} takes {len(root.params)} arguments, got {len(arg_types)}")
         float32.weak_literals(root.node, arg_types, root.namer)  # x * 0.5 of a float32 x is float32, as in NumPy
         typer = Typer(program, write_through_bases=self.transform != "jit",
-                      unpack_returned=self.transform not in ("jit", "jvp", "jvp_tangent", "jacfwd"))
+                      unpack_returned=self.transform not in ("jit", *_FORWARD))
         try:
             typed = typer.type(root, arg_types)
         except CompileError as exc:  # Numba types a read-only array apart, and has no setitem for it
@@ -187,7 +187,7 @@ class Builder:
         elif self.transform == "vjp" and self.split_vjp and (
                 sweeps := generator.split_vjp_root(typed, self.argnums, self.has_aux, self.single)) is not None:
             entry, adjoint = sweeps
-        elif self.transform in ("jvp", "jvp_tangent", "jacfwd"):
+        elif self.transform in _FORWARD:
             entry = generator.forward_root(typed, self.transform, self.argnums, self.has_aux, self.single)
         elif self.transform == "jacrev":
             entry = generator.jacrev_root(typed, self.argnums, self.has_aux, self.single)
@@ -392,6 +392,9 @@ def _float_scalars(typed: Typed, namer: Namer | None = None) -> set[str]:
     if namer is not None:
         scalars |= {adj for v, adj in namer.derived_names("adj").items() if v in scalars}
     return scalars
+
+
+_FORWARD = ("jvp", "jvp_tangent", "jacfwd")  # the transforms built in forward mode
 
 
 def _refuse_readonly_writes(root: Function, arg_types: tuple, writes: bool) -> None:

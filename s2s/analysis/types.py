@@ -286,10 +286,7 @@ class Typer:
         if self.unpack_returned:  # (forward mode differentiates `t = f(x); t[0]`, and not `a, b = f(x)`)
             rewritten |= tuples.split_returned(fn.node, typemap, fn.namer)
         if rewritten:
-            self._known.discard(fn.name)
-            self.add([fn])
-            self._memo = {k: v for k, v in self._memo.items() if k[0] != fn.name}
-            return self.type(fn, arg_types)
+            return self._retype(fn, arg_types)
         read = {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
         for constant in read & set(self.program.constants) - set(typemap):  # module arrays the function reads
             typemap[constant] = typeof_value(self.program.constants[constant])
@@ -341,6 +338,10 @@ class Typer:
                                  hint=f"give the new value its own name instead of rebinding `{name_}`")
         fn.renamed |= mixed
         rename.rename(fn.node, mixed, fn.namer)
+        return self._retype(fn, arg_types)
+
+    def _retype(self, fn: Function, arg_types: tuple) -> Typed:
+        """Type ``fn`` again after a rewrite of its node: its primal code anew, its earlier types forgotten."""
         self._known.discard(fn.name)
         self.add([fn])
         self._memo = {k: v for k, v in self._memo.items() if k[0] != fn.name}
